@@ -1,0 +1,92 @@
+import type { ResourceChange } from './k8s/resource.ts';
+import type { RenderedConfig } from './templating/rendered.ts';
+
+/** A HAProxy instance to deploy to: a Data Plane API URL, or the local process. */
+export interface Endpoint {
+  /** Stable identity, e.g. `pod-name` or `local`. */
+  id: string;
+  /** Where it is reached, e.g. `https://10.0.0.7:5555`; for display and for the target. */
+  address: string;
+}
+
+/**
+ * Trace context travels inside the stream items: implicit async context points
+ * at the wrong parent after debounceTime and throttle.
+ */
+export interface TraceRef {
+  traceId: string;
+  spanId: string;
+}
+
+/** What set a reconciliation off. */
+export interface ReconcileCause {
+  reason: 'resources' | 'config' | 'drift' | 'endpoints' | 'leader';
+  /** The cluster changes batched into this reconciliation, oldest first. */
+  changes: readonly ChangeRef[];
+}
+
+export interface ChangeRef {
+  resource: string;
+  type: ResourceChange['type'];
+  kind?: string;
+  namespace?: string;
+  name?: string;
+  resourceVersion?: string;
+}
+
+export interface Reconcile {
+  /** Monotonic per graph; ties every later event to its trigger. */
+  seq: number;
+  cause: ReconcileCause;
+  at: number;
+  trace?: TraceRef;
+}
+
+export interface RenderError {
+  template: string;
+  line?: number;
+  message: string;
+}
+
+export interface ValidationProblem {
+  /** 'haproxy.cfg' or the auxiliary file's relative path. */
+  file: string;
+  line?: number;
+  message: string;
+}
+
+export interface InstanceResult {
+  endpoint: Endpoint;
+  ok: boolean;
+  /** True when the instance had to reload; false for runtime-only changes or no change. */
+  reloaded: boolean;
+  runtimeOps: number;
+  durationMs: number;
+  error?: string;
+}
+
+export type ControllerEvent =
+  | { type: 'ConfigAccepted'; generation: number }
+  | { type: 'ConfigRejected'; path: string; message: string }
+  | { type: 'ReconcileTriggered'; reconcile: Reconcile }
+  | { type: 'Rendered'; reconcile: Reconcile; config: RenderedConfig; durationMs: number }
+  | { type: 'RenderFailed'; reconcile: Reconcile; error: RenderError; durationMs: number }
+  | { type: 'Validated'; reconcile: Reconcile; config: RenderedConfig; durationMs: number }
+  | { type: 'ValidationFailed'; reconcile: Reconcile; config: RenderedConfig; problems: readonly ValidationProblem[]; durationMs: number }
+  | { type: 'DeploymentStarted'; deployment: Deployment }
+  | { type: 'InstanceDeployed'; deployment: Deployment; result: InstanceResult }
+  | { type: 'InstanceDeployFailed'; deployment: Deployment; result: InstanceResult }
+  | { type: 'DeploymentCompleted'; deployment: Deployment; results: readonly InstanceResult[]; durationMs: number };
+
+export type ValidatedEvent = Extract<ControllerEvent, { type: 'Validated' }>;
+
+/** One configuration going out to a set of endpoints. */
+export interface Deployment {
+  id: number;
+  reconcile: Reconcile;
+  config: RenderedConfig;
+  endpoints: readonly Endpoint[];
+  reason: 'change' | 'drift' | 'endpoints';
+  /** When the deployment was first wanted; the gap to its start is the scheduler's wait. */
+  queuedAt: number;
+}

@@ -1,0 +1,38 @@
+/** The slice of a Kubernetes object that haprx relies on; the rest is carried opaquely. */
+export interface KubeObject {
+  apiVersion?: string;
+  kind?: string;
+  metadata: {
+    name: string;
+    namespace?: string;
+    uid?: string;
+    resourceVersion?: string;
+    labels?: Record<string, string>;
+    annotations?: Record<string, string>;
+    [field: string]: unknown;
+  };
+  [field: string]: unknown;
+}
+
+/**
+ * One change to one watched resource set. `resource` is the name the controller
+ * configuration gives the set (e.g. "ingresses"), not the Kubernetes kind.
+ */
+export type ResourceChange =
+  | { type: 'upsert'; resource: string; object: KubeObject }
+  | { type: 'delete'; resource: string; object: KubeObject }
+  /** The set's initial list is complete; before this, renders would see a partial world. */
+  | { type: 'synced'; resource: string }
+  /** The whole set is replaced at once (a relist, or a file source reload). */
+  | { type: 'replace'; resource: string; objects: readonly KubeObject[] };
+
+/** The store key of an object: `namespace/name`, or `name` for cluster-scoped objects. */
+export function objectKey(object: Pick<KubeObject, 'metadata'>): string {
+  const { namespace, name } = object.metadata;
+  return namespace ? `${namespace}/${name}` : name;
+}
+
+/** A short human reference, for logs and events: `Kind namespace/name`. */
+export function objectRef(object: KubeObject): string {
+  return `${object.kind ?? 'Object'} ${objectKey(object)}`;
+}
