@@ -55,14 +55,18 @@ export interface ValidationProblem {
   message: string;
 }
 
-export interface InstanceResult {
-  endpoint: Endpoint;
+/** What a target reports for one instance; the deploy stage adds endpoint and timing. */
+export interface InstanceOutcome {
   ok: boolean;
   /** True when the instance had to reload; false for runtime-only changes or no change. */
   reloaded: boolean;
   runtimeOps: number;
-  durationMs: number;
   error?: string;
+}
+
+export interface InstanceResult extends InstanceOutcome {
+  endpoint: Endpoint;
+  durationMs: number;
 }
 
 export type ControllerEvent =
@@ -71,6 +75,8 @@ export type ControllerEvent =
   | { type: 'ReconcileTriggered'; reconcile: Reconcile }
   | { type: 'Rendered'; reconcile: Reconcile; config: RenderedConfig; durationMs: number }
   | { type: 'RenderFailed'; reconcile: Reconcile; error: RenderError; durationMs: number }
+  /** The render produced the configuration already rendered last: nothing further to do. */
+  | { type: 'RenderUnchanged'; reconcile: Reconcile; hash: string; durationMs: number }
   | { type: 'Validated'; reconcile: Reconcile; config: RenderedConfig; durationMs: number }
   | { type: 'ValidationFailed'; reconcile: Reconcile; config: RenderedConfig; problems: readonly ValidationProblem[]; durationMs: number }
   | { type: 'DeploymentStarted'; deployment: Deployment }
@@ -80,13 +86,18 @@ export type ControllerEvent =
 
 export type ValidatedEvent = Extract<ControllerEvent, { type: 'Validated' }>;
 
-/** One configuration going out to a set of endpoints. */
-export interface Deployment {
-  id: number;
+/** A validated configuration that should go out to the current endpoints. */
+export interface DeployRequest {
   reconcile: Reconcile;
   config: RenderedConfig;
   endpoints: readonly Endpoint[];
   reason: 'change' | 'drift' | 'endpoints';
-  /** When the deployment was first wanted; the gap to its start is the scheduler's wait. */
+  /** When the deployment was wanted; the gap to its start is the scheduler's wait. */
   queuedAt: number;
+}
+
+/** A request the scheduler let through. */
+export interface Deployment extends DeployRequest {
+  id: number;
+  startedAt: number;
 }

@@ -1,0 +1,73 @@
+import assert from 'node:assert/strict';
+import { describe, it } from 'node:test';
+import { interval, map, take } from 'rxjs';
+import { debounceBatch } from '../streams/operators/debounce-batch.ts';
+import { marbles } from './helpers.ts';
+
+describe('debounceBatch', () => {
+  it('emits one batch for a burst, once the source has been quiet for the debounce', () => {
+    marbles().run(({ cold, expectObservable }) => {
+      const source = cold('a 99ms b 99ms c 999ms d');
+      //                   a@0, b@100, c@200, d@1200 → [a,b,c] at 200+500, [d] at 1700
+      expectObservable(source.pipe(debounceBatch({ dueTime: 500, maxWait: 2000 }), map((batch) => batch.join('')))).toBe('700ms x 999ms y', {
+        x: 'abc',
+        y: 'd',
+      });
+    });
+  });
+
+  it('emits at least every maxWait under continuous churn, losing nothing', () => {
+    const emitted: { at: number; values: number[] }[] = [];
+    const scheduler = marbles();
+    scheduler.run(({ flush }) => {
+      // A change every 100 ms for 10 s: a plain trailing debounce would emit once, at the end.
+      interval(100)
+        .pipe(take(100), debounceBatch({ dueTime: 500, maxWait: 2000 }))
+        .subscribe((values) => emitted.push({ at: scheduler.now(), values }));
+      flush();
+    });
+    const gaps = emitted.slice(1).map((e, i) => e.at - emitted[i]!.at);
+    assert.ok(emitted.length >= 5, `only ${emitted.length} batches in 10 s`);
+    assert.ok(emitted[0]!.at <= 2100, `first batch only at ${emitted[0]!.at} ms`);
+    assert.ok(gaps.every((gap) => gap <= 2000), `gaps between batches: ${gaps.join(', ')} ms`);
+    assert.deepEqual(emitted.flatMap((e) => e.values), [...Array(100).keys()], 'every value, once, in order');
+  });
+
+  it('never lets a value wait longer than maxWait after a quiet period', () => {
+    marbles().run(({ cold, expectObservable }) => {
+      // Values every 300 ms, each within the 500 ms debounce of the last: only the
+      // deadline, 2000 ms after the first, ends the batch.
+      const source = cold('a 299ms b 299ms c 299ms d 299ms e 299ms f 299ms g 299ms h 299ms i|');
+      expectObservable(source.pipe(debounceBatch({ dueTime: 500, maxWait: 2000 }), map((batch) => batch.join('')))).toBe('2000ms x 400ms (y|)', {
+        x: 'abcdefg',
+        y: 'hi',
+      });
+    });
+  });
+
+  it('with dueTime 0 passes every value at once as its own batch', () => {
+    marbles().run(({ cold, expectObservable }) => {
+      const source = cold('ab-c|');
+      expectObservable(source.pipe(debounceBatch({ dueTime: 0, maxWait: 2000 }), map((batch) => batch.join('')))).toBe('ab-c|');
+    });
+  });
+
+  it('closes a batch at once on an immediate value, and counts the deadline from there', () => {
+    marbles().run(({ cold, expectObservable }) => {
+      // b is immediate: [a,b] goes at 100 without waiting for quiet; c starts a batch whose
+      // deadline is 2000 ms after that emission (at 2100), though c came at 300.
+      const source = cold('a 99ms b 199ms c 349ms d 349ms e 349ms f 349ms g 349ms h 349ms i 349ms j');
+      const batches = source.pipe(debounceBatch({ dueTime: 500, maxWait: 2000, immediate: (v) => v === 'b' }), map((b) => b.join('')));
+      expectObservable(batches).toBe('100ms x 1999ms y 1149ms z', { x: 'ab', y: 'cdefgh', z: 'ij' });
+    });
+  });
+
+  it('flushes the pending batch when the source completes', () => {
+    const batches: string[][] = [];
+    marbles().run(({ cold, flush }) => {
+      cold('ab|').pipe(debounceBatch({ dueTime: 500, maxWait: 2000 })).subscribe((b) => batches.push(b));
+      flush();
+    });
+    assert.deepEqual(batches, [['a', 'b']]);
+  });
+});

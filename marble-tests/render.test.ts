@@ -1,0 +1,69 @@
+import { describe, it } from 'node:test';
+import { type Observable, map, throwError } from 'rxjs';
+import type { Reconcile } from '../src/events.ts';
+import { type RenderEvent, type RenderOutcome, render } from '../streams/render.ts';
+import { configNamed, marbles, reconcileNo } from './helpers.ts';
+
+const label = map((e: RenderEvent) => {
+  switch (e.type) {
+    case 'Rendered':
+      return `${e.reconcile.seq}:${e.config.main.split('\n')[0]!.slice(2)}`;
+    case 'RenderUnchanged':
+      return `${e.reconcile.seq}:unchanged`;
+    case 'RenderFailed':
+      return `${e.reconcile.seq}:failed:${e.error.template}:${e.error.line}:${e.error.message}`;
+  }
+});
+
+describe('render', () => {
+  it('lets a newer trigger cancel an unfinished render (latest wins)', () => {
+    marbles().run(({ cold, hot, expectObservable, expectSubscriptions }) => {
+      const reconciles = hot<Reconcile>('a 99ms b', { a: reconcileNo(1), b: reconcileNo(2) });
+      // Each render takes 300 ms: the first is still running when the second trigger comes.
+      const renders: Record<number, ReturnType<typeof cold<RenderOutcome>>> = {
+        1: cold('300ms r|', { r: { ok: true, config: configNamed('first') } }),
+        2: cold('300ms r|', { r: { ok: true, config: configNamed('second') } }),
+      };
+      const events = render(reconciles, { render: (r) => renders[r.seq]! });
+      expectObservable(events.pipe(label)).toBe('400ms x', { x: '2:second' });
+      expectSubscriptions(renders[1]!.subscriptions).toBe('^ 99ms !');
+    });
+  });
+
+  it('reports identical output as unchanged, so nothing downstream repeats work', () => {
+    marbles().run(({ cold, expectObservable }) => {
+      const reconciles = cold<Reconcile>('a-b-c', { a: reconcileNo(1), b: reconcileNo(2), c: reconcileNo(3) });
+      const outputs: Record<number, string> = { 1: 'one', 2: 'one', 3: 'two' };
+      const events = render(reconciles, {
+        render: (r): Observable<RenderOutcome> => cold('r|', { r: { ok: true, config: configNamed(outputs[r.seq]!) } }),
+      });
+      expectObservable(events.pipe(label)).toBe('x-y-z', { x: '1:one', y: '2:unchanged', z: '3:two' });
+    });
+  });
+
+  it('turns a failed render into a RenderFailed event and keeps going', () => {
+    marbles().run(({ cold, expectObservable }) => {
+      const reconciles = cold<Reconcile>('a-b-c', { a: reconcileNo(1), b: reconcileNo(2), c: reconcileNo(3) });
+      const events = render(reconciles, {
+        render: (r): Observable<RenderOutcome> => {
+          if (r.seq === 1) return cold('r|', { r: { ok: false, error: { template: 'haproxy.cfg', line: 7, message: 'boom' } } });
+          if (r.seq === 2) return throwError(() => new Error('renderer crashed'));
+          return cold('r|', { r: { ok: true, config: configNamed('fine') } });
+        },
+      });
+      expectObservable(events.pipe(label)).toBe('x-y-z', {
+        x: '1:failed:haproxy.cfg:7:boom',
+        y: '2:failed:(render):undefined:renderer crashed',
+        z: '3:fine',
+      });
+    });
+  });
+
+  it('measures the render in scheduler time', () => {
+    marbles().run(({ cold, expectObservable }) => {
+      const reconciles = cold<Reconcile>('a', { a: reconcileNo(1) });
+      const events = render(reconciles, { render: () => cold('250ms r|', { r: { ok: true, config: configNamed('x') } }) });
+      expectObservable(events.pipe(map((e) => e.durationMs))).toBe('250ms d', { d: 250 });
+    });
+  });
+});

@@ -1,0 +1,76 @@
+import {
+  type OperatorFunction,
+  type SchedulerLike,
+  asyncScheduler,
+  connect,
+  debounceTime,
+  defer,
+  exhaustMap,
+  filter,
+  map,
+  of,
+  race,
+  share,
+  startWith,
+  take,
+  tap,
+  timer,
+} from 'rxjs';
+
+export interface DebounceBatchOptions<T> {
+  /** Quiet time that ends a batch; `<= 0` makes every value its own batch, at once. */
+  dueTime: number;
+  /** The longest a value waits, however long the source keeps emitting. */
+  maxWait: number;
+  /** A value for which the batch closes at once, with it as the last member. */
+  immediate?: (value: T) => boolean;
+  scheduler?: SchedulerLike;
+}
+
+/**
+ * Collects values into batches: a batch is emitted once the source has been quiet
+ * for `dueTime`, or when `maxWait` is reached, whichever comes first. A plain
+ * trailing debounce starves under continuous churn (an EndpointSlice updated every
+ * 100 ms during a rolling deploy would never reconcile); the deadline prevents it.
+ *
+ * The deadline is `maxWait` after the previous batch when that is still ahead,
+ * otherwise `maxWait` after the batch's first value. So no value waits longer than
+ * `maxWait`, and under continuous churn batches come every `maxWait`, not every
+ * `maxWait` plus the gap to the next value.
+ */
+export function debounceBatch<T>(options: DebounceBatchOptions<T>): OperatorFunction<T, T[]> {
+  const { dueTime, maxWait, immediate = () => false, scheduler = asyncScheduler } = options;
+  if (dueTime <= 0) return map((value) => [value]);
+  return (source) =>
+    defer(() => {
+      let lastEmit = -Infinity;
+      const close = (batch: T[]) => {
+        lastEmit = scheduler.now();
+        return batch;
+      };
+      return source.pipe(
+        connect((shared$) =>
+          shared$.pipe(
+            exhaustMap((first) => {
+              const batch = [first];
+              if (immediate(first)) return of(close(batch));
+              const now = scheduler.now();
+              const deadline = lastEmit + maxWait > now ? lastEmit + maxWait : now + Math.max(maxWait, dueTime);
+              const more$ = shared$.pipe(
+                tap((value) => batch.push(value)),
+                share(),
+              );
+              return race(
+                more$.pipe(startWith(undefined), debounceTime(dueTime, scheduler)),
+                more$.pipe(filter(immediate)),
+                timer(deadline - now, scheduler),
+              ).pipe(
+                take(1),
+                map(() => close(batch)),
+              );
+            }),
+          ),
+        ),
+      );
+    });
+}

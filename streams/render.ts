@@ -1,0 +1,49 @@
+import { type Observable, type SchedulerLike, asyncScheduler, catchError, defer, filter, map, of, switchMap } from 'rxjs';
+import type { ControllerEvent, Reconcile, RenderError } from '../src/events.ts';
+import type { RenderedConfig } from '../src/templating/rendered.ts';
+
+export type RenderOutcome = { ok: true; config: RenderedConfig } | { ok: false; error: RenderError };
+
+export type RenderEvent = Extract<ControllerEvent, { type: 'Rendered' | 'RenderFailed' | 'RenderUnchanged' }>;
+
+export interface RenderDeps {
+  /** Renders the current stores; an Observable so that a newer trigger can cancel it. */
+  render(reconcile: Reconcile): Observable<RenderOutcome>;
+  scheduler?: SchedulerLike;
+}
+
+/**
+ * Renders on every reconciliation, latest wins: a newer trigger cancels an
+ * unfinished render, whose result would be stale anyway. Output identical to the
+ * last rendered configuration is reported as RenderUnchanged and goes no further.
+ */
+export function render(reconciles$: Observable<Reconcile>, deps: RenderDeps): Observable<RenderEvent> {
+  const scheduler = deps.scheduler ?? asyncScheduler;
+  return defer(() => {
+    let lastHash: string | undefined;
+    return reconciles$.pipe(
+      switchMap((reconcile) => {
+        const started = scheduler.now();
+        return deps.render(reconcile).pipe(
+          catchError((err: unknown) => of<RenderOutcome>({ ok: false, error: { template: '(render)', message: errorMessage(err) } })),
+          map((outcome): RenderEvent => {
+            const durationMs = scheduler.now() - started;
+            if (!outcome.ok) return { type: 'RenderFailed', reconcile, error: outcome.error, durationMs };
+            if (outcome.config.hash === lastHash) return { type: 'RenderUnchanged', reconcile, hash: lastHash, durationMs };
+            lastHash = outcome.config.hash;
+            return { type: 'Rendered', reconcile, config: outcome.config, durationMs };
+          }),
+        );
+      }),
+    );
+  });
+}
+
+export function errorMessage(err: unknown): string {
+  return err instanceof Error ? err.message : String(err);
+}
+
+/** Only new configurations go on to validation. */
+export function renderedOnly(events$: Observable<RenderEvent>): Observable<Extract<RenderEvent, { type: 'Rendered' }>> {
+  return events$.pipe(filter((e) => e.type === 'Rendered'));
+}
