@@ -1,0 +1,165 @@
+import assert from 'node:assert/strict';
+import { describe, it } from 'node:test';
+import { type Observable, map } from 'rxjs';
+import type { ControllerEvent, Endpoint, InstanceOutcome } from '../src/events.ts';
+import type { ResourceChange } from '../src/k8s/resource.ts';
+import { sealRendered } from '../src/templating/rendered.ts';
+import { DEFAULT_TIMINGS, type GraphDeps, type GraphSettings, graph } from '../streams/graph.ts';
+import type { RenderOutcome } from '../streams/render.ts';
+import type { ValidateOutcome } from '../streams/validate.ts';
+import { OK, endpoint, marbles, synced, upsert } from './helpers.ts';
+
+const settings: GraphSettings = { ...DEFAULT_TIMINGS, watched: [{ name: 'services' }, { name: 'slices' }] };
+
+/** One short label per event, so a whole run reads as one marble line. */
+const label = map((e: ControllerEvent): string => {
+  switch (e.type) {
+    case 'ReconcileTriggered':
+      return `T${e.reconcile.seq}`;
+    case 'Rendered':
+      return `R:${e.config.main}`;
+    case 'RenderUnchanged':
+      return 'R=';
+    case 'RenderFailed':
+      return 'R!';
+    case 'Validated':
+      return 'V';
+    case 'ValidationFailed':
+      return 'V!';
+    case 'DeploymentStarted':
+      return `D${e.deployment.id}:${e.deployment.reason}`;
+    case 'InstanceDeployed':
+      return `ok:${e.result.endpoint.id}`;
+    case 'InstanceDeployFailed':
+      return `fail:${e.result.endpoint.id}`;
+    case 'DeploymentCompleted':
+      return `done${e.deployment.id}`;
+    default:
+      return e.type;
+  }
+});
+
+type Cold = <T>(marbles: string, values?: Record<string, T>) => Observable<T>;
+
+/** Fakes with fixed latencies: render 10 ms (lists the services it sees), validate 50 ms, deploy 20 ms. */
+function deps(
+  cold: Cold,
+  changes$: Observable<ResourceChange>,
+  endpoints$: Observable<readonly Endpoint[]>,
+  graphSettings: GraphSettings = settings,
+): { deps: GraphDeps; settings: GraphSettings } {
+  const d: GraphDeps = {
+    changes$,
+    endpoints$,
+    render: ({ resources }) => {
+      const names = resources.get('services')!.list().map((s) => s.metadata.name).join('+');
+      return cold<RenderOutcome>('10ms (r|)', { r: { ok: true, config: sealRendered({ main: names, maps: {}, files: {}, certs: {} }) } });
+    },
+    validate: (config) => cold<ValidateOutcome>('50ms (r|)', { r: config.main.includes('bad') ? { ok: false, problems: [{ file: 'haproxy.cfg', message: 'bad' }] } : { ok: true } }),
+    deployTo: (): Observable<InstanceOutcome> => cold('20ms (r|)', { r: OK }),
+  };
+  return { deps: d, settings: graphSettings };
+}
+
+describe('graph', () => {
+  it('renders nothing before every watched set has synced', () => {
+    const timeline = run((cold, hot) => {
+      const changes = hot<ResourceChange>('a 9ms b 9ms s', { a: upsert('services', 'web', '1'), b: upsert('slices', 'web-1', '1'), s: synced('services') });
+      return deps(cold, changes, hot<readonly Endpoint[]>('e', { e: [endpoint('e1')] }));
+    }, 10_000);
+    assert.deepEqual(timeline, []);
+  });
+
+  it('goes from the initial sync through render and validation to every endpoint, and batches a burst into one deployment', () => {
+    const timeline = run((cold, hot) => {
+      const changes = hot<ResourceChange>('a 9ms b 9ms s 79ms t 899ms c 49ms d 49ms f', {
+        a: upsert('services', 'web', '1'),
+        b: upsert('slices', 'web-1', '1'),
+        s: synced('services'),
+        t: synced('slices'),
+        c: upsert('services', 'api', '1'),
+        d: upsert('services', 'db', '1'),
+        f: upsert('services', 'web', '2'),
+      });
+      return deps(cold, changes, hot<readonly Endpoint[]>('e', { e: [endpoint('e1'), endpoint('e2')] }));
+    }, 5_000);
+    assert.deepEqual(timeline, [
+      // The last sync at 100 reconciles at once: render 10 ms, validate 50 ms, deploy 20 ms.
+      [100, 'T1'],
+      [110, 'R:web'],
+      [160, 'V'],
+      [160, 'D1:change'],
+      [180, 'ok:e1'],
+      [180, 'ok:e2'],
+      [180, 'done1'],
+      // The burst at 1000, 1050 and 1100 is quiet from 1100: one reconcile at 1600.
+      [1600, 'T2'],
+      [1610, 'R:api+db+web'],
+      [1660, 'V'],
+      // Valid at 1660, but deployments start at least 2 s apart: 160 + 2000.
+      [2160, 'D2:change'],
+      [2180, 'ok:e1'],
+      [2180, 'ok:e2'],
+      [2180, 'done2'],
+    ]);
+  });
+
+  it('keeps the last good configuration live when a render fails validation, and sends it to an instance that joins', () => {
+    const timeline = run((cold, hot) => {
+      const changes = hot<ResourceChange>('s 999ms b 2999ms g', {
+        s: synced('services'),
+        b: upsert('services', 'bad', '1'),
+        g: upsert('services', 'good', '1'),
+      });
+      const endpoints = hot<readonly Endpoint[]>('x 1999ms y', { x: [endpoint('e1')], y: [endpoint('e1'), endpoint('e2')] });
+      return deps(cold, changes, endpoints, { ...settings, watched: [{ name: 'services' }] });
+    }, 6_000);
+    assert.deepEqual(timeline, [
+      [0, 'T1'],
+      [10, 'R:'],
+      [60, 'V'],
+      [60, 'D1:change'],
+      [80, 'ok:e1'],
+      [80, 'done1'],
+      [1500, 'T2'],
+      [1510, 'R:bad'],
+      [1560, 'V!'],
+      // e2 joins at 2000 and gets the last valid configuration, once 2 s have passed since 60.
+      [2060, 'D2:endpoints'],
+      [2080, 'ok:e1'],
+      [2080, 'ok:e2'],
+      [2080, 'done2'],
+      [4500, 'T3'],
+      [4510, 'R:bad+good'],
+      [4560, 'V!'],
+    ]);
+  });
+
+  it('redeploys after the drift interval when nothing else deployed', () => {
+    const timeline = run((cold, hot) => {
+      const changes = hot<ResourceChange>('s', { s: synced('services') });
+      return deps(cold, changes, hot<readonly Endpoint[]>('x', { x: [endpoint('e1')] }), { ...settings, watched: [{ name: 'services' }] });
+    }, 125_000);
+    assert.deepEqual(
+      timeline.filter(([, label]) => label.startsWith('D')),
+      [
+        [60, 'D1:change'],
+        [60_060, 'D2:drift'],
+        [120_060, 'D3:drift'],
+      ],
+    );
+  });
+});
+
+/** Runs the graph in virtual time for `ms` and returns [time, label] for every event. */
+function run(setup: (cold: Cold, hot: Cold) => { deps: GraphDeps; settings: GraphSettings }, ms: number): [number, string][] {
+  const scheduler = marbles();
+  const timeline: [number, string][] = [];
+  scheduler.run(({ cold, hot, flush }) => {
+    const { deps: d, settings: s } = setup(cold, hot);
+    const subscription = graph(s, d).pipe(label).subscribe((l) => timeline.push([scheduler.now(), l]));
+    scheduler.schedule(() => subscription.unsubscribe(), ms);
+    flush();
+  });
+  return timeline;
+}
