@@ -4,12 +4,13 @@ import { type Observable, map } from 'rxjs';
 import type { ControllerEvent, Endpoint, InstanceOutcome } from '../src/events.ts';
 import type { ResourceChange } from '../src/k8s/resource.ts';
 import { sealRendered } from '../src/templating/rendered.ts';
-import { DEFAULT_TIMINGS, type GraphDeps, type GraphSettings, graph } from '../streams/graph.ts';
+import { DEFAULT_SETTINGS } from '../src/config/controller-config.ts';
+import { type GraphDeps, type GraphSettings, graph } from '../streams/graph.ts';
 import type { RenderOutcome } from '../streams/render.ts';
 import type { ValidateOutcome } from '../streams/validate.ts';
 import { OK, endpoint, marbles, synced, upsert } from './helpers.ts';
 
-const settings: GraphSettings = { ...DEFAULT_TIMINGS, watched: [{ name: 'services' }, { name: 'slices' }] };
+const settings: GraphSettings = { ...DEFAULT_SETTINGS, watched: [{ name: 'services' }, { name: 'slices' }] };
 
 /** One short label per event, so a whole run reads as one marble line. */
 const label = map((e: ControllerEvent): string => {

@@ -1,4 +1,5 @@
 import { type Observable, type SchedulerLike, asyncScheduler, connect, defer, filter, map, merge, share } from 'rxjs';
+import type { ControllerConfig } from '../src/config/controller-config.ts';
 import type { ControllerEvent, Endpoint, InstanceOutcome, Deployment, Reconcile, ValidatedEvent } from '../src/events.ts';
 import type { ResourceChange } from '../src/k8s/resource.ts';
 import { type ResourceView, type StoreOptions, Store } from '../src/k8s/store.ts';
@@ -17,24 +18,10 @@ export interface WatchedSet extends StoreOptions {
   name: string;
 }
 
-export interface GraphSettings {
+/** The timings of the controller configuration, and the sets it watches. */
+export interface GraphSettings extends Readonly<ControllerConfig['settings']> {
   watched: readonly WatchedSet[];
-  debounceMs: number;
-  debounceMaxWaitMs: number;
-  minDeployIntervalMs: number;
-  driftIntervalMs: number;
-  maxParallel: number;
-  deployTimeoutMs: number;
 }
-
-export const DEFAULT_TIMINGS = {
-  debounceMs: 500,
-  debounceMaxWaitMs: 2_000,
-  minDeployIntervalMs: 2_000,
-  driftIntervalMs: 60_000,
-  maxParallel: 0,
-  deployTimeoutMs: 30_000,
-} as const satisfies Omit<GraphSettings, 'watched'>;
 
 export interface RenderInput {
   reconcile: Reconcile;

@@ -1,0 +1,115 @@
+import * as t from 'io-ts';
+import { DEFAULT_STRIP } from '../k8s/store.ts';
+import { type DecodeResult, decodeWith } from './decode.ts';
+import { Duration } from './duration.ts';
+
+const NAME = /^[a-z][A-Za-z0-9_]*$/;
+const ResourceName = new t.Type<string, string, unknown>(
+  'ResourceName',
+  (u): u is string => typeof u === 'string' && NAME.test(u),
+  (u, c) => (typeof u === 'string' && NAME.test(u) ? t.success(u) : t.failure(u, c, `"${String(u)}" is not a valid set name: templates use it as resources.<name>, so it must match ${NAME}`)),
+  (s) => s,
+);
+
+/** One watched resource set: what to list and watch, and how templates look objects up. */
+export const WatchedResource = t.intersection([
+  t.type({
+    /** The name templates use: `resources.<name>`. */
+    name: ResourceName,
+    /** e.g. `v1`, `networking.k8s.io/v1`, `gateway.networking.k8s.io/v1`. */
+    apiVersion: t.string,
+    /** The plural resource, e.g. `ingresses`. */
+    resource: t.string,
+  }),
+  t.partial({
+    namespace: t.string,
+    labelSelector: t.string,
+    fieldSelector: t.string,
+    /** JSONPath expressions whose values key the index used by `get(...)`. */
+    indexBy: t.array(t.string),
+    /** Dotted paths removed before an object is stored. */
+    strip: t.array(t.string),
+  }),
+]);
+export type WatchedResource = t.TypeOf<typeof WatchedResource>;
+
+export const TemplateSource = t.intersection([
+  t.type({ 'haproxy.cfg': t.string }),
+  t.partial({
+    maps: t.record(t.string, t.string),
+    files: t.record(t.string, t.string),
+    certs: t.record(t.string, t.string),
+    snippets: t.record(t.string, t.string),
+  }),
+]);
+
+export const Settings = t.partial({
+  debounce: Duration,
+  debounceMaxWait: Duration,
+  minDeployInterval: Duration,
+  driftInterval: Duration,
+  deployTimeout: Duration,
+  /** Instances deployed to at once; 0 means all. */
+  maxParallel: t.number,
+});
+
+export const ControllerConfigCodec = t.intersection([
+  t.type({ watch: t.array(WatchedResource), templates: TemplateSource }),
+  t.partial({ settings: Settings, values: t.record(t.string, t.unknown) }),
+]);
+
+export interface ControllerConfig {
+  watch: WatchedResource[];
+  templates: t.TypeOf<typeof TemplateSource>;
+  values: Record<string, unknown>;
+  settings: {
+    debounceMs: number;
+    debounceMaxWaitMs: number;
+    minDeployIntervalMs: number;
+    driftIntervalMs: number;
+    deployTimeoutMs: number;
+    maxParallel: number;
+  };
+}
+
+export const DEFAULT_SETTINGS: ControllerConfig['settings'] = {
+  debounceMs: 500,
+  debounceMaxWaitMs: 2_000,
+  minDeployIntervalMs: 2_000,
+  driftIntervalMs: 60_000,
+  deployTimeoutMs: 30_000,
+  maxParallel: 0,
+};
+
+/** Decodes a controller configuration and fills in the defaults; every error names its field. */
+export function decodeControllerConfig(input: unknown): DecodeResult<ControllerConfig> {
+  const decoded = decodeWith(ControllerConfigCodec, input);
+  if (!decoded.ok) return decoded;
+  const { watch, templates, settings = {}, values = {} } = decoded.value;
+  const errors = [];
+  const names = new Set<string>();
+  for (const [i, w] of watch.entries()) {
+    if (names.has(w.name)) errors.push({ path: `watch[${i}].name`, message: `"${w.name}" is watched twice` });
+    names.add(w.name);
+  }
+  if (settings.maxParallel !== undefined && !(Number.isInteger(settings.maxParallel) && settings.maxParallel >= 0)) {
+    errors.push({ path: 'settings.maxParallel', message: 'must be a whole number, 0 or more (0 means all)' });
+  }
+  if (errors.length > 0) return { ok: false, errors };
+  return {
+    ok: true,
+    value: {
+      watch: watch.map((w) => ({ ...w, strip: w.strip ?? DEFAULT_STRIP })),
+      templates,
+      values,
+      settings: {
+        debounceMs: settings.debounce ?? DEFAULT_SETTINGS.debounceMs,
+        debounceMaxWaitMs: settings.debounceMaxWait ?? DEFAULT_SETTINGS.debounceMaxWaitMs,
+        minDeployIntervalMs: settings.minDeployInterval ?? DEFAULT_SETTINGS.minDeployIntervalMs,
+        driftIntervalMs: settings.driftInterval ?? DEFAULT_SETTINGS.driftIntervalMs,
+        deployTimeoutMs: settings.deployTimeout ?? DEFAULT_SETTINGS.deployTimeoutMs,
+        maxParallel: settings.maxParallel ?? DEFAULT_SETTINGS.maxParallel,
+      },
+    },
+  };
+}

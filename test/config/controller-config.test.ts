@@ -1,0 +1,53 @@
+import assert from 'node:assert/strict';
+import { describe, it } from 'node:test';
+import { DEFAULT_SETTINGS, decodeControllerConfig } from '../../src/config/controller-config.ts';
+
+const minimal = { watch: [{ name: 'ingresses', apiVersion: 'networking.k8s.io/v1', resource: 'ingresses' }], templates: { 'haproxy.cfg': 'global\n' } };
+
+describe('decodeControllerConfig', () => {
+  it('fills in the documented defaults', () => {
+    const result = decodeControllerConfig(minimal);
+    assert.ok(result.ok);
+    assert.deepEqual(result.value.settings, DEFAULT_SETTINGS);
+    assert.equal(result.value.settings.debounceMs, 500);
+    assert.equal(result.value.settings.minDeployIntervalMs, 2000);
+    assert.equal(result.value.settings.driftIntervalMs, 60000);
+    assert.deepEqual(result.value.values, {});
+  });
+
+  it('reads durations as milliseconds or as strings with a unit', () => {
+    const result = decodeControllerConfig({ ...minimal, settings: { debounce: '250ms', minDeployInterval: '3s', driftInterval: '1.5m', deployTimeout: 1000, maxParallel: 4 } });
+    assert.ok(result.ok);
+    assert.equal(result.value.settings.debounceMs, 250);
+    assert.equal(result.value.settings.minDeployIntervalMs, 3000);
+    assert.equal(result.value.settings.driftIntervalMs, 90000);
+    assert.equal(result.value.settings.deployTimeoutMs, 1000);
+    assert.equal(result.value.settings.maxParallel, 4);
+  });
+
+  it('names the path of every bad field', () => {
+    const result = decodeControllerConfig({
+      watch: [{ name: 'ingresses', apiVersion: 'v1' }, { name: 'Bad-Name', apiVersion: 'v1', resource: 'x' }],
+      templates: { 'haproxy.cfg': 3 },
+      settings: { debounce: 'soon' },
+    });
+    assert.ok(!result.ok);
+    assert.deepEqual(
+      result.errors.map((e) => e.path),
+      ['watch[0].resource', 'watch[1].name', 'templates["haproxy.cfg"]', 'settings.debounce'],
+    );
+    assert.match(result.errors[3]!.message, /"soon" is not a duration/);
+  });
+
+  it('rejects a set watched twice and a negative or fractional parallelism', () => {
+    const result = decodeControllerConfig({ ...minimal, watch: [minimal.watch[0], minimal.watch[0]], settings: { maxParallel: 1.5 } });
+    assert.ok(!result.ok);
+    assert.deepEqual(result.errors.map((e) => e.path), ['watch[1].name', 'settings.maxParallel']);
+  });
+
+  it('rejects something that is not an object at all', () => {
+    const result = decodeControllerConfig('watch: everything');
+    assert.ok(!result.ok);
+    assert.equal(result.errors[0]!.path, '(root)');
+  });
+});

@@ -1,0 +1,68 @@
+import assert from 'node:assert/strict';
+import { describe, it } from 'node:test';
+import { findSection, parseConfig, tokenize } from '../../src/haproxy/config.ts';
+
+describe('tokenize', () => {
+  it('splits on whitespace and drops comments', () => {
+    assert.deepEqual(tokenize('  server s1 10.0.0.1:80   check # primary'), { args: ['server', 's1', '10.0.0.1:80', 'check'], text: 'server s1 10.0.0.1:80   check' });
+  });
+
+  it('keeps quoted words whole and honours backslash escapes', () => {
+    assert.deepEqual(tokenize(`http-request set-header X-A "a b # c" 'd\\e' f\\ g`).valueOf(), {
+      args: ['http-request', 'set-header', 'X-A', 'a b # c', 'd\\e', 'f g'],
+      text: `http-request set-header X-A "a b # c" 'd\\e' f\\ g`,
+    });
+    assert.deepEqual((tokenize('acl a path \\#frag') as { args: string[] }).args, ['acl', 'a', 'path', '#frag']);
+  });
+
+  it('reports an unterminated quote', () => {
+    assert.deepEqual(tokenize('bind "oops'), { error: 'unterminated double quote' });
+  });
+});
+
+describe('parseConfig', () => {
+  const source = [
+    '# _version=3',
+    'global',
+    '  daemon',
+    '',
+    'defaults',
+    '  mode http',
+    'frontend fe',
+    '  bind :80',
+    '  default_backend be',
+    'backend be',
+    '  balance roundrobin',
+    '  server s1 127.0.0.1:8080 weight 10',
+    '  server s2 127.0.0.1:8081',
+  ].join('\n');
+
+  it('splits sections with 1-based line numbers', () => {
+    const config = parseConfig(source);
+    assert.deepEqual(
+      config.sections.map((s) => [s.type, s.name, s.header.line, s.lines.length]),
+      [
+        ['global', '', 2, 1],
+        ['defaults', '', 5, 1],
+        ['frontend', 'fe', 7, 2],
+        ['backend', 'be', 10, 3],
+      ],
+    );
+    const backend = findSection(config, 'backend', 'be')!;
+    assert.deepEqual(backend.lines[1], { line: 12, keyword: 'server', args: ['s1', '127.0.0.1:8080', 'weight', '10'], text: 'server s1 127.0.0.1:8080 weight 10' });
+    assert.deepEqual(config.orphans, []);
+    assert.deepEqual(config.errors, []);
+  });
+
+  it('collects lines outside any section and lines that do not tokenise', () => {
+    const config = parseConfig('maxconn 10\nglobal\n  log "stdout\n');
+    assert.deepEqual(config.orphans.map((l) => [l.line, l.keyword]), [[1, 'maxconn']]);
+    assert.deepEqual(config.errors, [{ line: 3, message: 'unterminated double quote' }]);
+  });
+
+  it('handles CRLF line endings', () => {
+    const config = parseConfig('global\r\n  daemon\r\n');
+    assert.equal(config.sections[0]!.lines[0]!.keyword, 'daemon');
+    assert.equal(config.sections[0]!.lines[0]!.text, 'daemon');
+  });
+});

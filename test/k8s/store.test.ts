@@ -1,0 +1,103 @@
+import assert from 'node:assert/strict';
+import { describe, it } from 'node:test';
+import type { KubeObject } from '../../src/k8s/resource.ts';
+import { Store, stripFields } from '../../src/k8s/store.ts';
+
+const slice = (name: string, service: string, rv = '1', namespace = 'default'): KubeObject => ({
+  apiVersion: 'discovery.k8s.io/v1',
+  kind: 'EndpointSlice',
+  metadata: { name, namespace, resourceVersion: rv, labels: { 'kubernetes.io/service-name': service } },
+});
+
+describe('Store', () => {
+  it('lists objects sorted by namespace/name, whatever the order they arrived in', () => {
+    const a = new Store('s');
+    const b = new Store('s');
+    const objects = [slice('c', 'x'), slice('a', 'x', '1', 'zz'), slice('b', 'x')];
+    for (const o of objects) a.apply({ type: 'upsert', resource: 's', object: o });
+    for (const o of [...objects].reverse()) b.apply({ type: 'upsert', resource: 's', object: o });
+    const keys = (s: Store) => s.list().map((o) => `${o.metadata.namespace}/${o.metadata.name}`);
+    assert.deepEqual(keys(a), ['default/b', 'default/c', 'zz/a']);
+    assert.deepEqual(keys(a), keys(b));
+  });
+
+  it('finds objects by every prefix of the configured JSONPath index keys', () => {
+    const store = new Store('slices', { indexBy: ['$.metadata.namespace', '$.metadata.labels["kubernetes.io/service-name"]'] });
+    for (const o of [slice('web-1', 'web'), slice('web-2', 'web'), slice('api-1', 'api'), slice('web-1', 'web', '1', 'other')]) {
+      store.apply({ type: 'upsert', resource: 'slices', object: o });
+    }
+    assert.deepEqual(store.get('default', 'web').map((o) => o.metadata.name), ['web-1', 'web-2']);
+    assert.deepEqual(store.get('default').map((o) => o.metadata.name), ['api-1', 'web-1', 'web-2']);
+    assert.deepEqual(store.get('other', 'web').map((o) => o.metadata.namespace), ['other']);
+    assert.deepEqual(store.get('default', 'nothing'), []);
+    assert.equal(store.first('default', 'api')?.metadata.name, 'api-1');
+  });
+
+  it('re-indexes an object whose key values changed, and forgets deleted ones', () => {
+    const store = new Store('slices', { indexBy: ['$.metadata.labels["kubernetes.io/service-name"]'] });
+    store.apply({ type: 'upsert', resource: 'slices', object: slice('s1', 'web', '1') });
+    store.apply({ type: 'upsert', resource: 'slices', object: slice('s1', 'api', '2') });
+    assert.deepEqual(store.get('web'), []);
+    assert.equal(store.get('api').length, 1);
+    assert.equal(store.apply({ type: 'delete', resource: 'slices', object: slice('s1', 'api', '2') }), true);
+    assert.deepEqual(store.get('api'), []);
+    assert.equal(store.size, 0);
+    assert.equal(store.apply({ type: 'delete', resource: 'slices', object: slice('s1', 'api', '2') }), false);
+  });
+
+  it('indexes an object under each value of a multi-valued path', () => {
+    const store = new Store('ing', { indexBy: ['$.spec.rules[*].host'] });
+    const ingress: KubeObject = { metadata: { name: 'i', namespace: 'd', resourceVersion: '1' }, spec: { rules: [{ host: 'a.example' }, { host: 'b.example' }] } };
+    store.apply({ type: 'upsert', resource: 'ing', object: ingress });
+    assert.equal(store.get('a.example').length, 1);
+    assert.equal(store.get('b.example').length, 1);
+  });
+
+  it('reports no change for an object re-sent with the same resourceVersion', () => {
+    const store = new Store('s');
+    assert.equal(store.apply({ type: 'upsert', resource: 's', object: slice('a', 'x', '5') }), true);
+    assert.equal(store.apply({ type: 'upsert', resource: 's', object: slice('a', 'x', '5') }), false);
+    assert.equal(store.apply({ type: 'upsert', resource: 's', object: slice('a', 'x', '6') }), true);
+  });
+
+  it('replaces the whole set on a relist, deleting what is gone', () => {
+    const store = new Store('s');
+    store.apply({ type: 'upsert', resource: 's', object: slice('a', 'x') });
+    store.apply({ type: 'upsert', resource: 's', object: slice('b', 'x') });
+    assert.equal(store.apply({ type: 'replace', resource: 's', objects: [slice('b', 'x'), slice('c', 'x')] }), true);
+    assert.deepEqual(store.list().map((o) => o.metadata.name), ['b', 'c']);
+    assert.equal(store.apply({ type: 'replace', resource: 's', objects: [slice('b', 'x'), slice('c', 'x')] }), false);
+  });
+
+  it('marks itself synced once', () => {
+    const store = new Store('s');
+    assert.equal(store.synced, false);
+    assert.equal(store.apply({ type: 'synced', resource: 's' }), true);
+    assert.equal(store.apply({ type: 'synced', resource: 's' }), false);
+    assert.equal(store.synced, true);
+  });
+});
+
+describe('stripFields', () => {
+  it('drops managedFields and the last-applied annotation before storing, without touching the input', () => {
+    const input: KubeObject = {
+      metadata: {
+        name: 'a',
+        managedFields: [{ manager: 'kubectl' }],
+        annotations: { 'kubectl.kubernetes.io/last-applied-configuration': '{"huge":true}', keep: 'me' },
+      },
+    };
+    const store = new Store('s');
+    store.apply({ type: 'upsert', resource: 's', object: input });
+    const stored = store.list()[0]!;
+    assert.equal(stored.metadata.managedFields, undefined);
+    assert.deepEqual(stored.metadata.annotations, { keep: 'me' });
+    assert.ok(input.metadata.managedFields, 'the caller still has its object');
+    assert.ok(input.metadata.annotations?.['kubectl.kubernetes.io/last-applied-configuration']);
+  });
+
+  it('leaves objects without the fields as they are (same reference)', () => {
+    const o: KubeObject = { metadata: { name: 'a' } };
+    assert.equal(stripFields(o, ['metadata.managedFields', 'status.conditions']), o);
+  });
+});
