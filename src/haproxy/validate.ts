@@ -1,0 +1,405 @@
+/**
+ * Two-phase validation of a render: the structure checks of phase one, then
+ * `haproxy -c` on a private copy of every file. A configuration reaches an
+ * instance only after both passed.
+ *
+ * Facts about `haproxy -c` (2.6) this relies on:
+ * - `-q` would silence the alerts as well, so it is not passed; the useful
+ *   output is the [ALERT]/[WARNING] lines on stderr.
+ * - Exit status 0 means valid (possibly with warnings), 1 means errors, 2 means
+ *   "no error but will not start (no listener)", which is treated as a failure.
+ * - A check neither binds listeners nor applies daemon, master-worker, chroot,
+ *   user/group, pidfile or stats socket settings, and does not run programs.
+ *   It does resolve user/group names and server host names on this host, and
+ *   it runs lua-load scripts.
+ * - It creates and truncates a ring's `backing-file`; that path is therefore
+ *   redirected into the check directory (the line keeps its number).
+ *
+ * Warnings do not fail a check unless `failOnWarnings` is set: haproxy itself
+ * starts with them, and several (missing timeouts, ignored keywords) are
+ * common in working configurations.
+ */
+import { spawn } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
+import { mkdir, mkdtemp, rm, writeFile, chmod } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { performance } from 'node:perf_hooks';
+import type { ValidationProblem } from '../events.ts';
+import { AUX_DIRS, AUX_KINDS, auxPath } from '../templating/rendered.ts';
+import type { RenderedConfig, RenderedFiles } from '../templating/rendered.ts';
+import { tokenize } from './config.ts';
+import { MAIN_FILE, checkStructure, fileNameProblem } from './structure.ts';
+
+export type ValidationPhase = 'structure' | 'haproxy' | 'timeout' | 'spawn' | 'aborted';
+
+export type ValidationResult =
+  | { ok: true; warnings: ValidationProblem[]; durationMs: number; cached: boolean }
+  | { ok: false; phase: ValidationPhase; problems: ValidationProblem[]; warnings: ValidationProblem[]; durationMs: number; cached: boolean };
+
+export interface ValidatorOptions {
+  /** The haproxy executable; looked up in PATH unless it contains a slash. */
+  haproxyBin?: string;
+  /** A check that runs longer is killed and reported with phase 'timeout'. */
+  timeoutMs?: number;
+  /** How many definitive results to remember, keyed by the render's hash; 0 disables the cache. */
+  cacheSize?: number;
+  /** Where the private check directories are created. */
+  tmpDir?: string;
+  /** Fail a check that only produced warnings. */
+  failOnWarnings?: boolean;
+  /** Environment for haproxy, which expands "${VAR}" in the configuration. */
+  env?: NodeJS.ProcessEnv;
+}
+
+export interface HaproxyCheckOptions {
+  haproxyBin: string;
+  timeoutMs: number;
+  tmpDir: string;
+  env?: NodeJS.ProcessEnv;
+  signal?: AbortSignal;
+}
+
+/** What one `haproxy -c` run said, before any policy is applied. */
+export type HaproxyCheckOutcome =
+  | { kind: 'exited'; code: number; errors: ValidationProblem[]; warnings: ValidationProblem[] }
+  | { kind: 'signaled'; signal: string; errors: ValidationProblem[]; warnings: ValidationProblem[] }
+  | { kind: 'timeout'; message: string }
+  | { kind: 'aborted'; message: string }
+  | { kind: 'spawn'; message: string };
+
+const OUTPUT_LIMIT = 4 * 1024 * 1024;
+const SUMMARY = [/^Error\(s\) found in configuration file\b/, /^Fatal errors found in configuration\b/];
+const STDOUT_NOISE = [/^Configuration file is valid$/, /^Warnings were found\.$/];
+
+// "[haproxy.cfg:12]", "(haproxy.cfg:7)", or "at line 2 of file 'maps/ips.map'".
+const LOCATION = /[[(]([^\s[\]():]+):(\d+)[\])]|at line (\d+) of file '([^']+)'/g;
+
+/**
+ * Turns haproxy's output into problems. `files` are the paths haproxy was given
+ * (relative to its working directory); a location naming one of them becomes the
+ * problem's file and line. Auxiliary files win over haproxy.cfg because the
+ * defect is in them (e.g. "at line 2 of file 'maps/ips.map'").
+ */
+export function parseHaproxyOutput(stderr: string, stdout: string, files: Iterable<string>): { errors: ValidationProblem[]; warnings: ValidationProblem[]; other: string[] } {
+  const known = new Set(files);
+  const errors: ValidationProblem[] = [];
+  const warnings: ValidationProblem[] = [];
+  const other: string[] = [];
+  let last: { list: ValidationProblem[]; text: string } | undefined;
+  const flush = () => {
+    if (!last) return;
+    let file = MAIN_FILE;
+    let line: number | undefined;
+    for (const m of last.text.matchAll(LOCATION)) {
+      const f = m[1] ?? m[4]!;
+      const n = Number(m[2] ?? m[3]);
+      if (!known.has(f)) continue;
+      if (line === undefined || (file === MAIN_FILE && f !== MAIN_FILE)) {
+        file = f;
+        line = n;
+      }
+    }
+    last.list.push(line === undefined ? { file, message: last.text } : { file, line, message: last.text });
+    last = undefined;
+  };
+  for (const raw of stderr.split('\n')) {
+    const text = raw.trimEnd();
+    const m = /^\[(ALERT|WARNING|NOTICE|DIAG)\]\s*\(\d+\)\s*:\s*(?:config\s*:\s*)?(.*)$/.exec(text);
+    if (m) {
+      flush();
+      // NOTICE carries the version banner and .notice directives; DIAG needs -dD.
+      if (m[1] === 'ALERT') last = { list: errors, text: m[2]! };
+      else if (m[1] === 'WARNING') last = { list: warnings, text: m[2]! };
+      continue;
+    }
+    if (text === '') continue;
+    // Continuation lines: "   | ..." explanations, or the echoed line and a caret.
+    if (last) last.text += `\n${text}`;
+    else other.push(text);
+  }
+  flush();
+  for (const raw of stdout.split('\n')) {
+    const text = raw.trim();
+    if (text !== '' && !STDOUT_NOISE.some((r) => r.test(text))) other.push(text);
+  }
+  return { errors, warnings, other };
+}
+
+/** Writes the render into `dir` at the paths the configuration uses. */
+async function writeRender(dir: string, files: RenderedFiles): Promise<void> {
+  await Promise.all(AUX_KINDS.map((kind) => mkdir(join(dir, AUX_DIRS[kind]), { mode: 0o700 })));
+  const writes: Promise<void>[] = [writeFile(join(dir, MAIN_FILE), sandboxMain(files.main), { mode: 0o600 })];
+  for (const kind of AUX_KINDS) {
+    for (const [name, content] of Object.entries(files[kind])) {
+      // Phase one rejects such names; this guards callers that skip it.
+      const problem = fileNameProblem(name);
+      if (problem) throw new Error(`${auxPath(kind, name)}: ${problem}`);
+      writes.push(writeFile(join(dir, auxPath(kind, name)), content, { mode: 0o600 }));
+    }
+  }
+  await Promise.all(writes);
+}
+
+/**
+ * haproxy -c creates, truncates and maps a ring's backing-file; pointing it
+ * into the check directory keeps the check from clobbering a live ring.
+ */
+function sandboxMain(main: string): string {
+  if (!main.includes('backing-file')) return main;
+  const lines = main.split('\n');
+  for (let i = 0; i < lines.length; i++) {
+    const raw = lines[i]!;
+    const tokens = tokenize(raw.replace(/\r$/, ''));
+    if ('error' in tokens || tokens.args[0] !== 'backing-file') continue;
+    const indent = /^\s*/.exec(raw)![0];
+    lines[i] = `${indent}backing-file ring-backing-file.${i + 1}`;
+  }
+  return lines.join('\n');
+}
+
+function killGroup(pid: number | undefined): void {
+  if (pid === undefined) return;
+  try {
+    // The child leads its own process group, so helpers it started die with it.
+    process.kill(-pid, 'SIGKILL');
+  } catch {
+    try {
+      process.kill(pid, 'SIGKILL');
+    } catch {
+      // Already gone.
+    }
+  }
+}
+
+function errorMessage(err: unknown): string {
+  return err instanceof Error ? err.message : String(err);
+}
+
+/**
+ * Runs `haproxy -c -f haproxy.cfg` once, in a fresh private directory holding
+ * the render, and removes the directory afterwards. No phase one, no queue, no cache.
+ */
+export async function runHaproxyCheck(files: RenderedFiles, options: HaproxyCheckOptions): Promise<HaproxyCheckOutcome> {
+  const { signal } = options;
+  if (signal?.aborted) return { kind: 'aborted', message: 'validation aborted' };
+  let dir: string | undefined;
+  try {
+    try {
+      dir = await mkdtemp(join(options.tmpDir, 'haprx-check-'));
+      await chmod(dir, 0o700);
+      await writeRender(dir, files);
+    } catch (err) {
+      return { kind: 'spawn', message: `could not prepare the check directory: ${errorMessage(err)}` };
+    }
+    if (signal?.aborted) return { kind: 'aborted', message: 'validation aborted' };
+    return await spawnCheck(dir, files, options);
+  } finally {
+    if (dir !== undefined) await rm(dir, { recursive: true, force: true }).catch(() => undefined);
+  }
+}
+
+function spawnCheck(dir: string, files: RenderedFiles, options: HaproxyCheckOptions): Promise<HaproxyCheckOutcome> {
+  const { signal } = options;
+  return new Promise((resolve) => {
+    let settled = false;
+    let stopping = false;
+    const out: Buffer[] = [];
+    const err: Buffer[] = [];
+    let outBytes = 0;
+    let errBytes = 0;
+
+    let child: ChildProcess;
+    try {
+      child = spawn(options.haproxyBin, ['-c', '-f', MAIN_FILE], {
+        cwd: dir,
+        env: options.env ?? process.env,
+        stdio: ['ignore', 'pipe', 'pipe'],
+        // Its own process group, so that a kill reaches anything it started.
+        detached: true,
+      });
+    } catch (e) {
+      resolve({ kind: 'spawn', message: `could not start ${options.haproxyBin}: ${errorMessage(e)}` });
+      return;
+    }
+    const settle = (outcome: HaproxyCheckOutcome) => {
+      if (settled) return;
+      settled = true;
+      clearTimeout(timer);
+      signal?.removeEventListener('abort', onAbort);
+      resolve(outcome);
+    };
+    const stop = (kind: 'timeout' | 'aborted', message: string) => {
+      if (settled || stopping) return;
+      stopping = true;
+      killGroup(child.pid);
+      const done = () => {
+        // A surviving grandchild may still hold the pipes; do not wait for it.
+        child.stdout?.destroy();
+        child.stderr?.destroy();
+        settle({ kind, message });
+      };
+      if (child.exitCode !== null || child.signalCode !== null) done();
+      else child.once('exit', done);
+    };
+    const onAbort = () => stop('aborted', 'validation aborted');
+
+    child.stdout?.on('data', (chunk: Buffer) => {
+      if (outBytes < OUTPUT_LIMIT) out.push(chunk);
+      outBytes += chunk.length;
+    });
+    child.stderr?.on('data', (chunk: Buffer) => {
+      if (errBytes < OUTPUT_LIMIT) err.push(chunk);
+      errBytes += chunk.length;
+    });
+    child.once('error', (e) => {
+      if (child.pid === undefined) settle({ kind: 'spawn', message: `could not start ${options.haproxyBin}: ${e.message}` });
+    });
+    child.once('close', (code, sig) => {
+      if (stopping) return;
+      const sanitize = (b: Buffer[]) => Buffer.concat(b).toString('utf8').split(`${dir}/`).join('');
+      const paths = [MAIN_FILE];
+      for (const kind of AUX_KINDS) for (const name of Object.keys(files[kind])) paths.push(auxPath(kind, name));
+      const parsed = parseHaproxyOutput(sanitize(err), sanitize(out), paths);
+      const errors = [...parsed.errors, ...parsed.other.map((message) => ({ file: MAIN_FILE, message }))];
+      if (code !== null) settle({ kind: 'exited', code, errors, warnings: parsed.warnings });
+      else settle({ kind: 'signaled', signal: sig ?? 'unknown signal', errors, warnings: parsed.warnings });
+    });
+
+    const timer = setTimeout(() => stop('timeout', `haproxy -c did not finish within ${options.timeoutMs} ms`), options.timeoutMs);
+    if (child.pid === undefined) return; // 'error' follows.
+    if (signal?.aborted) onAbort();
+    else signal?.addEventListener('abort', onAbort, { once: true });
+  });
+}
+
+/** FIFO mutual exclusion; a waiter whose signal fires leaves the queue without ever holding it. */
+class Queue {
+  private busy = false;
+  private readonly waiters: { grant: () => void }[] = [];
+
+  acquire(signal?: AbortSignal): Promise<boolean> {
+    if (signal?.aborted) return Promise.resolve(false);
+    if (!this.busy) {
+      this.busy = true;
+      return Promise.resolve(true);
+    }
+    return new Promise((resolve) => {
+      const waiter = {
+        grant: () => {
+          signal?.removeEventListener('abort', onAbort);
+          resolve(true);
+        },
+      };
+      const onAbort = () => {
+        const i = this.waiters.indexOf(waiter);
+        if (i >= 0) this.waiters.splice(i, 1);
+        resolve(false);
+      };
+      this.waiters.push(waiter);
+      signal?.addEventListener('abort', onAbort, { once: true });
+    });
+  }
+
+  release(): void {
+    const next = this.waiters.shift();
+    if (next) next.grant();
+    else this.busy = false;
+  }
+}
+
+type Verdict = Omit<Extract<ValidationResult, { ok: true }>, 'durationMs' | 'cached'> | Omit<Extract<ValidationResult, { ok: false }>, 'durationMs' | 'cached'>;
+
+const SIGNAL_NAMES: Readonly<Record<string, string>> = { SIGSEGV: 'crashed (SIGSEGV)', SIGABRT: 'aborted (SIGABRT)', SIGKILL: 'was killed (SIGKILL)' };
+
+/**
+ * Validates renders: phase one, then one `haproxy -c` at a time (callers queue
+ * in order), remembering definitive verdicts by the render's hash.
+ */
+export class Validator {
+  private readonly haproxyBin: string;
+  private readonly timeoutMs: number;
+  private readonly cacheSize: number;
+  private readonly tmpDir: string;
+  private readonly failOnWarnings: boolean;
+  private readonly env: NodeJS.ProcessEnv | undefined;
+  private readonly queue = new Queue();
+  // Map iteration follows insertion order; re-inserting on a hit makes the first key the least recently used.
+  private readonly cache = new Map<string, Verdict>();
+
+  constructor(options: ValidatorOptions = {}) {
+    this.haproxyBin = options.haproxyBin ?? 'haproxy';
+    this.timeoutMs = options.timeoutMs ?? 30_000;
+    this.cacheSize = options.cacheSize ?? 16;
+    this.tmpDir = options.tmpDir ?? tmpdir();
+    this.failOnWarnings = options.failOnWarnings ?? false;
+    this.env = options.env;
+  }
+
+  async validate(rendered: RenderedConfig, signal?: AbortSignal): Promise<ValidationResult> {
+    const started = performance.now();
+    // Copies, so that no caller can alter a remembered verdict.
+    const finish = (verdict: Verdict, cached: boolean): ValidationResult => {
+      const durationMs = performance.now() - started;
+      const warnings = verdict.warnings.map((p) => ({ ...p }));
+      if (verdict.ok) return { ok: true, warnings, durationMs, cached };
+      return { ok: false, phase: verdict.phase, problems: verdict.problems.map((p) => ({ ...p })), warnings, durationMs, cached };
+    };
+    const aborted: Verdict = { ok: false, phase: 'aborted', problems: [{ file: MAIN_FILE, message: 'validation aborted' }], warnings: [] };
+    if (signal?.aborted) return finish(aborted, false);
+
+    const hit = this.lookup(rendered.hash);
+    if (hit) return finish(hit, true);
+    const structure = checkStructure(rendered);
+    if (structure.length > 0) return finish({ ok: false, phase: 'structure', problems: structure, warnings: [] }, false);
+
+    if (!(await this.queue.acquire(signal))) return finish(aborted, false);
+    try {
+      // An identical render may have been checked while this one waited.
+      const late = this.lookup(rendered.hash);
+      if (late) return finish(late, true);
+      const outcome = await runHaproxyCheck(rendered, { haproxyBin: this.haproxyBin, timeoutMs: this.timeoutMs, tmpDir: this.tmpDir, env: this.env, signal });
+      const verdict = this.judge(outcome);
+      // Only haproxy's own verdicts are facts about the render; the rest may differ next time.
+      if (outcome.kind === 'exited') this.remember(rendered.hash, verdict);
+      return finish(verdict, false);
+    } finally {
+      this.queue.release();
+    }
+  }
+
+  private judge(outcome: HaproxyCheckOutcome): Verdict {
+    if (outcome.kind === 'timeout' || outcome.kind === 'aborted' || outcome.kind === 'spawn') {
+      return { ok: false, phase: outcome.kind, problems: [{ file: MAIN_FILE, message: outcome.message }], warnings: [] };
+    }
+    const { errors, warnings } = outcome;
+    if (outcome.kind === 'exited' && outcome.code === 0) {
+      // Alerts that did not make haproxy fail are reported, not enforced.
+      const all = [...errors, ...warnings];
+      if (this.failOnWarnings && all.length > 0) return { ok: false, phase: 'haproxy', problems: all, warnings: [] };
+      return { ok: true, warnings: all };
+    }
+    // The summary lines repeat what the specific alerts say; keep them only when they are all there is.
+    const specific = errors.filter((p) => !SUMMARY.some((r) => r.test(p.message)));
+    const problems = specific.length > 0 ? specific : errors;
+    const exit = outcome.kind === 'exited' ? `haproxy -c exited with status ${outcome.code}` : `haproxy -c ${SIGNAL_NAMES[outcome.signal] ?? `was killed by ${outcome.signal}`}`;
+    if (problems.length === 0 || outcome.kind === 'signaled') problems.push({ file: MAIN_FILE, message: exit });
+    return { ok: false, phase: 'haproxy', problems, warnings };
+  }
+
+  private lookup(hash: string): Verdict | undefined {
+    const verdict = this.cache.get(hash);
+    if (verdict) {
+      this.cache.delete(hash);
+      this.cache.set(hash, verdict);
+    }
+    return verdict;
+  }
+
+  private remember(hash: string, verdict: Verdict): void {
+    if (this.cacheSize <= 0) return;
+    this.cache.delete(hash);
+    this.cache.set(hash, verdict);
+    while (this.cache.size > this.cacheSize) this.cache.delete(this.cache.keys().next().value!);
+  }
+}
