@@ -1,0 +1,273 @@
+/**
+ * The template engine: ejs templates in, a sealed RenderedConfig out.
+ *
+ * Template contract
+ * -----------------
+ * A template set has `main` (haproxy.cfg) and optionally `maps`, `files`,
+ * `certs` and `snippets`, each a record of plain file names (letters, digits,
+ * `.`, `_`, `-`; no leading dot) to ejs sources. Every template is compiled
+ * once, in strict mode and without `with`, so a misspelt name is an error
+ * rather than a silent `undefined`. Errors name the template by its output
+ * path, as validation does: `haproxy.cfg`, `maps/<name>`, `general/<name>`,
+ * `ssl/<name>`, and `snippets/<name>` for snippets.
+ *
+ * In scope, in every template:
+ * - `resources.<set>`: each watched resource set by its configured name, with
+ *   `list()`, `get(...indexKeys)`, `first(...indexKeys)` and `size`. Lists are
+ *   sorted; objects are read-only and enumerate their keys in sorted order.
+ *   Naming a set that is not configured aborts the render.
+ * - `values`: the user's values (e.g. `values.httpPort`), read-only.
+ * - `h`: the helpers (see helpers.ts).
+ * - `include(name, args)`: renders snippet `name` and returns its text, so it is
+ *   written with `<%- include('backend', { svc }) %>`. Snippets come from the
+ *   set, never from disk; an unknown name or an include cycle aborts. A snippet
+ *   sees the same names plus its arguments as `locals.<arg>` (or
+ *   `<% const { svc } = locals %>`); an argument may not reuse a context name.
+ *
+ * Output:
+ * - `<%= v %>` in haproxy.cfg, and in snippets included from it, writes exactly
+ *   one haproxy word: plain when safe, otherwise single-quoted. Control
+ *   characters, empty strings and non-scalars abort. See escape.ts.
+ * - `<%= v %>` in map, general and certificate files (and snippets included
+ *   from them) writes the value unchanged but aborts on any control character,
+ *   so a value cannot start a new line (map entry, PEM block). Use
+ *   `h.mapKey(v)` for the key column of a map.
+ * - `<%- v %>` writes raw text; it is how multi-line content, `include()` and
+ *   `h.word()` results are emitted.
+ * - `h.fail(message)` aborts the render; any throw does. Either way the
+ *   render fails with the template and line where it happened.
+ *
+ * Output is a function of the input alone: no clock, randomness or file
+ * access is offered, keys iterate sorted and lists come sorted. A template
+ * that reaches for Date or Math.random on its own loses that guarantee.
+ */
+import ejs from 'ejs';
+import type { RenderError } from '../events.ts';
+import type { ResourceView } from '../k8s/store.ts';
+import { type AuxKind, AUX_KINDS, type RenderedConfig, auxPath, sealRendered } from './rendered.ts';
+import { abort, describeValue } from './abort.ts';
+import { auxText, haproxyWord, isFileName } from './escape.ts';
+import { type Helpers, createHelpers } from './helpers.ts';
+import { asFault, diagnoseCompileError, faultFrom } from './locate.ts';
+import { compareCodeUnits, readOnly, resourceSets } from './readonly.ts';
+
+export interface TemplateSet {
+  /** haproxy.cfg */
+  main: string;
+  maps?: Readonly<Record<string, string>>;
+  files?: Readonly<Record<string, string>>;
+  certs?: Readonly<Record<string, string>>;
+  snippets?: Readonly<Record<string, string>>;
+}
+
+export interface RenderInput {
+  resources: Readonly<Record<string, ResourceView>>;
+  values: Readonly<Record<string, unknown>>;
+}
+
+type Escape = (value: unknown) => string;
+
+/** One compiled template and the name errors report for it. */
+export interface CompiledTemplate {
+  readonly label: string;
+  readonly render: (context: Record<string, unknown>) => string;
+}
+
+/** The compiled form of a TemplateSet; obtained from compileTemplates only. */
+export interface CompiledTemplates {
+  readonly main: CompiledTemplate;
+  /** Keyed by file name, in name order. */
+  readonly maps: ReadonlyMap<string, CompiledTemplate>;
+  readonly files: ReadonlyMap<string, CompiledTemplate>;
+  readonly certs: ReadonlyMap<string, CompiledTemplate>;
+  readonly snippets: ReadonlyMap<string, CompiledTemplate>;
+  readonly helpers: Helpers;
+  /**
+   * A snippet can be included from any kind of template, so its `<%= %>`
+   * follows the top-level template being rendered; set before each one runs.
+   */
+  readonly snippetEscape: { current: Escape };
+}
+
+export type CompileResult = { ok: true; templates: CompiledTemplates } | { ok: false; errors: RenderError[] };
+export type RenderResult = { ok: true; config: RenderedConfig } | { ok: false; error: RenderError };
+
+/** Names every template can use; include arguments may not shadow them. */
+const CONTEXT_NAMES = ['resources', 'values', 'h', 'include'] as const;
+
+/**
+ * `include` is among the destructured names on purpose: ejs binds its own
+ * file-system include as a parameter of the compiled function, and the
+ * destructured locals, declared inside the function's try block, shadow it.
+ * The includer is a backstop in case that ever stops holding.
+ */
+function compileOptions(label: string, escape: Escape): ejs.Options {
+  return {
+    strict: true,
+    _with: false,
+    destructuredLocals: [...CONTEXT_NAMES],
+    compileDebug: true,
+    filename: label,
+    escape,
+    includer: () => abort('include() renders snippets of the template set only'),
+  } as ejs.Options;
+}
+
+const SOURCE_KINDS = ['maps', 'files', 'certs', 'snippets'] as const;
+type SourceKind = (typeof SOURCE_KINDS)[number];
+
+function labelOf(kind: SourceKind, name: string): string {
+  return kind === 'snippets' ? `snippets/${name}` : auxPath(kind, name);
+}
+
+/** The valid entries of one record of sources, sorted by name; problems go to `errors`. */
+function entriesOf(set: TemplateSet, kind: SourceKind, errors: RenderError[]): [string, string][] {
+  const record: unknown = set[kind];
+  if (record === undefined) return [];
+  if (record === null || typeof record !== 'object' || Array.isArray(record)) {
+    errors.push({ template: kind, message: `${kind} must be a record of file names to template sources` });
+    return [];
+  }
+  const valid: [string, string][] = [];
+  for (const name of Object.keys(record).sort(compareCodeUnits)) {
+    const source: unknown = (record as Record<string, unknown>)[name];
+    if (!isFileName(name)) {
+      errors.push({
+        template: labelOf(kind, name),
+        message: `invalid ${kind} name ${JSON.stringify(name)}: use letters, digits, '.', '_' and '-', with no leading dot or slash`,
+      });
+    } else if (typeof source !== 'string') {
+      errors.push({ template: labelOf(kind, name), message: `the template source must be a string, got ${describeValue(source)}` });
+    } else {
+      valid.push([name, source]);
+    }
+  }
+  return valid;
+}
+
+function compileOne(label: string, source: string, escape: Escape, errors: RenderError[]): CompiledTemplate | undefined {
+  const text = source.startsWith('\uFEFF') ? source.slice(1) : source;
+  const options = compileOptions(label, escape);
+  try {
+    // Called as a property of the ejs object, so the one compile per template can be observed.
+    const render = ejs.compile(text, options) as (context: Record<string, unknown>) => string;
+    return { label, render };
+  } catch (thrown) {
+    errors.push(diagnoseCompileError(label, text, options, CONTEXT_NAMES, thrown));
+    return undefined;
+  }
+}
+
+/**
+ * Compiles every template of the set exactly once. Either all compile, or the
+ * result lists every template that did not, with its line where known.
+ */
+export function compileTemplates(set: TemplateSet): CompileResult {
+  try {
+    const errors: RenderError[] = [];
+    if (set === null || typeof set !== 'object') return { ok: false, errors: [{ template: 'haproxy.cfg', message: 'the template set must be an object' }] };
+    const sources = Object.fromEntries(SOURCE_KINDS.map((kind) => [kind, entriesOf(set, kind, errors)])) as Record<SourceKind, [string, string][]>;
+    const snippetEscape = { current: haproxyWord as Escape };
+    const snippetEscapeFn: Escape = (value) => snippetEscape.current(value);
+
+    let main: CompiledTemplate | undefined;
+    if (typeof set.main !== 'string') errors.push({ template: 'haproxy.cfg', message: `the template source must be a string, got ${describeValue(set.main)}` });
+    else main = compileOne('haproxy.cfg', set.main, haproxyWord, errors);
+
+    const compiled = (kind: SourceKind, escape: Escape) => {
+      const units = new Map<string, CompiledTemplate>();
+      for (const [name, source] of sources[kind]) {
+        const unit = compileOne(labelOf(kind, name), source, escape, errors);
+        if (unit) units.set(name, unit);
+      }
+      return units;
+    };
+    const maps = compiled('maps', auxText);
+    const files = compiled('files', auxText);
+    const certs = compiled('certs', auxText);
+    const snippets = compiled('snippets', snippetEscapeFn);
+
+    if (errors.length > 0 || !main) return { ok: false, errors };
+    const helpers = createHelpers({ maps: new Set(maps.keys()), files: new Set(files.keys()), certs: new Set(certs.keys()) });
+    return { ok: true, templates: Object.freeze({ main, maps, files, certs, snippets, helpers, snippetEscape }) };
+  } catch (thrown) {
+    return { ok: false, errors: [{ template: 'haproxy.cfg', message: `internal error while compiling: ${errorText(thrown)}` }] };
+  }
+}
+
+/**
+ * Renders every template against the input. Never throws: whatever a template
+ * does, the outcome is a RenderedConfig or the first RenderError, naming the
+ * template (the snippet, when it failed in one) and the line.
+ */
+export function renderTemplates(templates: CompiledTemplates, input: RenderInput): RenderResult {
+  let current = 'haproxy.cfg';
+  try {
+    const active: string[] = [];
+    const context: Record<string, unknown> = {
+      resources: resourceSets(input.resources),
+      values: readOnly(input.values),
+      h: templates.helpers,
+      include: (name: unknown, args?: unknown): string => {
+        if (typeof name !== 'string') return abort(`include() takes a snippet name, got ${describeValue(name)}`);
+        const snippet = templates.snippets.get(name);
+        if (!snippet) {
+          const known = [...templates.snippets.keys()].join(', ') || 'none';
+          return abort(`unknown snippet ${JSON.stringify(name)} (snippets: ${known})`);
+        }
+        if (active.includes(snippet.label)) return abort(`include cycle: ${[...active, snippet.label].join(' -> ')}`);
+        const locals = snippetLocals(args, context);
+        active.push(snippet.label);
+        try {
+          return snippet.render(locals);
+        } catch (thrown) {
+          throw faultFrom(thrown, snippet.label);
+        } finally {
+          active.pop();
+        }
+      },
+    };
+    const run = (unit: CompiledTemplate, escape: Escape): string => {
+      current = unit.label;
+      templates.snippetEscape.current = escape;
+      try {
+        return unit.render(context);
+      } catch (thrown) {
+        throw faultFrom(thrown, unit.label);
+      }
+    };
+    const main = run(templates.main, haproxyWord);
+    const aux = (kind: AuxKind) => {
+      const out: Record<string, string> = {};
+      for (const [name, unit] of templates[kind]) out[name] = run(unit, auxText);
+      return out;
+    };
+    const [maps, files, certs] = AUX_KINDS.map(aux) as [Record<string, string>, Record<string, string>, Record<string, string>];
+    return { ok: true, config: sealRendered({ main, maps, files, certs }) };
+  } catch (thrown) {
+    // run() and include() only let TemplateFaults out; anything else is a bad input or a bug here.
+    const fault = asFault(thrown);
+    if (fault) return { ok: false, error: fault.fault };
+    return { ok: false, error: { template: current, message: `internal error while rendering: ${errorText(thrown)}` } };
+  }
+}
+
+/** The context plus the include arguments, which may not take a context name. */
+function snippetLocals(args: unknown, context: Record<string, unknown>): Record<string, unknown> {
+  if (args === undefined || args === null) return context;
+  if (typeof args !== 'object' || Array.isArray(args)) return abort(`include() arguments must be an object, got ${describeValue(args)}`);
+  const locals: Record<string, unknown> = {};
+  for (const key of Object.keys(args)) {
+    if ((CONTEXT_NAMES as readonly string[]).includes(key)) abort(`include() argument ${JSON.stringify(key)} is reserved: ${CONTEXT_NAMES.join(', ')} are always in scope`);
+    locals[key] = (args as Record<string, unknown>)[key];
+  }
+  return Object.assign(locals, context);
+}
+
+function errorText(thrown: unknown): string {
+  try {
+    return thrown instanceof Error ? thrown.message : describeValue(thrown);
+  } catch {
+    return describeValue(thrown);
+  }
+}
