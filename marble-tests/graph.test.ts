@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { type Observable, map } from 'rxjs';
+import { type Observable, map, of } from 'rxjs';
 import type { ControllerEvent, Endpoint, InstanceOutcome } from '../src/events.ts';
 import type { ResourceChange } from '../src/k8s/resource.ts';
 import { sealRendered } from '../src/templating/rendered.ts';
@@ -103,6 +103,15 @@ describe('graph', () => {
       [2180, 'ok:e2'],
       [2180, 'done2'],
     ]);
+  });
+
+  it('loses nothing when the source emits its initial list synchronously, as a file source does', () => {
+    const timeline = run((cold, hot) => {
+      // of() emits during subscribe, before any virtual frame: only connect() makes every branch see it.
+      const changes = of<ResourceChange>(upsert('services', 'web', '1'), synced('services'));
+      return deps(cold, changes, hot<readonly Endpoint[]>('x', { x: [endpoint('e1')] }), { ...settings, watched: [{ name: 'services' }] });
+    }, 1_000);
+    assert.deepEqual(timeline.map(([, label]) => label), ['T1', 'R:web', 'V', 'D1:change', 'ok:e1', 'done1']);
   });
 
   it('keeps the last good configuration live when a render fails validation, and sends it to an instance that joins', () => {

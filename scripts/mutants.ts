@@ -1,0 +1,70 @@
+/**
+ * Swaps the key operator of each stream stage and checks that a marble test fails.
+ * Each mutant runs in a scratch copy of the tree, so the working tree is never touched.
+ *
+ *   npm run mutants
+ */
+import { execFile } from 'node:child_process';
+import { cp, mkdtemp, readFile, rm, symlink, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { promisify } from 'node:util';
+
+const run = promisify(execFile);
+const root = new URL('..', import.meta.url).pathname;
+const ALIASES =
+  "import { mergeMap as mutMergeMap, concatMap as mutConcatMap, zip as mutZip, share as mutShare, identity as mutIdentity } from 'rxjs';\n";
+
+interface Mutant {
+  stage: string;
+  file: string;
+  from: string;
+  to: string;
+  test: string;
+}
+
+const mutants: Mutant[] = [
+  { stage: 'stores', file: 'streams/stores.ts', from: 'filter((change) => stores.get(change.resource)?.apply(change) ?? false)', to: 'filter((change) => (stores.get(change.resource)?.apply(change), true))', test: 'marble-tests/stores.test.ts' },
+  { stage: 'trigger: sync gate', file: 'streams/trigger.ts', from: "g.opens || (g.wasOpen && g.change.type !== 'synced')", to: "g.opens || g.change.type !== 'synced'", test: 'marble-tests/trigger.test.ts' },
+  { stage: 'trigger: max wait', file: 'streams/operators/debounce-batch.ts', from: 'timer(deadline - now, scheduler),', to: '', test: 'marble-tests/trigger.test.ts' },
+  { stage: 'render: switchMap → mergeMap', file: 'streams/render.ts', from: 'switchMap((reconcile) =>', to: 'mutMergeMap((reconcile) =>', test: 'marble-tests/render.test.ts' },
+  { stage: 'validate: switchMap → mergeMap', file: 'streams/validate.ts', from: 'switchMap(({ reconcile, config }) =>', to: 'mutMergeMap(({ reconcile, config }) =>', test: 'marble-tests/validate.test.ts' },
+  { stage: 'requests: combineLatest → zip', file: 'streams/endpoints.ts', from: 'combineLatest([validated$, endpoints$])', to: 'mutZip([validated$, endpoints$])', test: 'marble-tests/endpoints.test.ts' },
+  { stage: 'drift: switchMap → mergeMap', file: 'streams/drift.ts', from: 'switchMap((request) =>', to: 'mutMergeMap((request) =>', test: 'marble-tests/drift.test.ts' },
+  { stage: 'schedule: throttle removed', file: 'streams/schedule.ts', from: 'throttle((run$) =>', to: '((_d: unknown, _o: unknown) => mutIdentity)((run$: unknown) =>', test: 'marble-tests/schedule.test.ts' },
+  { stage: 'schedule: window ignores the running deployment', file: 'streams/schedule.ts', from: 'forkJoin([timer(minIntervalMs, scheduler), run$.pipe(ignoreElements(), defaultIfEmpty(null))])', to: 'timer(minIntervalMs, scheduler)', test: 'marble-tests/schedule.test.ts' },
+  { stage: 'deploy: mergeMap → concatMap', file: 'streams/deploy.ts', from: 'mergeMap((endpoint) => deployOne(endpoint, deployment), concurrency)', to: 'mutConcatMap((endpoint) => deployOne(endpoint, deployment))', test: 'marble-tests/deploy.test.ts' },
+  { stage: 'deploy: timeout removed', file: 'streams/deploy.ts', from: 'timeout({ first: options.timeoutMs, scheduler }),', to: '', test: 'marble-tests/deploy.test.ts' },
+  { stage: 'controller: switchMap → mergeMap', file: 'streams/controller.ts', from: 'switchMap((d, index) =>', to: 'mutMergeMap((d, index) =>', test: 'marble-tests/controller.test.ts' },
+  { stage: 'graph: connect → share', file: 'streams/graph.ts', from: 'connect((changes$) => {', to: '((f: (c: Observable<ResourceChange>) => unknown) => (c: Observable<ResourceChange>) => f(c.pipe(mutShare())) as never)((changes$) => {', test: 'marble-tests/graph.test.ts' },
+];
+
+async function killedBy(mutant: Mutant): Promise<string[]> {
+  const scratch = await mkdtemp(join(tmpdir(), 'haprx-mutant-'));
+  try {
+    for (const dir of ['src', 'streams', 'marble-tests']) await cp(join(root, dir), join(scratch, dir), { recursive: true });
+    await cp(join(root, 'package.json'), join(scratch, 'package.json'));
+    await symlink(join(root, 'node_modules'), join(scratch, 'node_modules'));
+    const path = join(scratch, mutant.file);
+    const source = await readFile(path, 'utf8');
+    if (!source.includes(mutant.from)) throw new Error(`${mutant.file} no longer contains: ${mutant.from}`);
+    await writeFile(path, ALIASES + source.replace(mutant.from, mutant.to));
+    const result = await run(process.execPath, ['--test', '--test-reporter=spec', mutant.test], { cwd: scratch }).then(
+      (r) => r.stdout,
+      (e: { stdout?: string }) => e.stdout ?? '',
+    );
+    return [...new Set(result.split('\n').filter((l) => /^\s+✖ /.test(l)).map((l) => l.trim().replace(/^✖ /, '').replace(/ \([\d.]+ms\)$/, '')))];
+  } finally {
+    await rm(scratch, { recursive: true, force: true });
+  }
+}
+
+let survivors = 0;
+for (const mutant of mutants) {
+  const failed = await killedBy(mutant);
+  if (failed.length === 0) survivors++;
+  console.log(`${failed.length ? 'killed  ' : 'SURVIVED'} ${mutant.stage}`);
+  for (const name of failed) console.log(`         ✖ ${name}`);
+}
+console.log(`${mutants.length - survivors} of ${mutants.length} mutants killed`);
+process.exitCode = survivors === 0 ? 0 : 1;
