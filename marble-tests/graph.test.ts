@@ -35,6 +35,8 @@ const label = map((e: ControllerEvent): string => {
       return `fail:${e.result.endpoint.id}`;
     case 'DeploymentCompleted':
       return `done${e.deployment.id}`;
+    case 'SourceProblem':
+      return `problem:${e.source}:${e.line}`;
     default:
       return e.type;
   }
@@ -108,10 +110,21 @@ describe('graph', () => {
   it('loses nothing when the source emits its initial list synchronously, as a file source does', () => {
     const timeline = run((cold, hot) => {
       // of() emits during subscribe, before any virtual frame: only connect() makes every branch see it.
-      const changes = of<ResourceChange>(upsert('services', 'web', '1'), synced('services'));
+      const changes: Observable<ResourceChange> = of(upsert('services', 'web', '1'), synced('services'));
       return deps(cold, changes, hot<readonly Endpoint[]>('x', { x: [endpoint('e1')] }), { ...settings, watched: [{ name: 'services' }] });
     }, 1_000);
     assert.deepEqual(timeline.map(([, label]) => label), ['T1', 'R:web', 'V', 'D1:change', 'ok:e1', 'done1']);
+  });
+
+  it('reports a source problem as an event, and it triggers nothing', () => {
+    const timeline = run((cold, hot) => {
+      const changes = hot<ResourceChange>('s 999ms p', {
+        s: synced('services'),
+        p: { type: 'problem', source: 'demo/ingress.yaml', line: 4, message: 'bad indentation' },
+      });
+      return deps(cold, changes, hot<readonly Endpoint[]>('x', { x: [endpoint('e1')] }), { ...settings, watched: [{ name: 'services' }] });
+    }, 5_000);
+    assert.deepEqual(timeline.map(([t, label]) => `${t} ${label}`), ['0 T1', '10 R:', '60 V', '60 D1:change', '80 ok:e1', '80 done1', '1000 problem:demo/ingress.yaml:4']);
   });
 
   it('keeps the last good configuration live when a render fails validation, and sends it to an instance that joins', () => {

@@ -72,6 +72,8 @@ export interface InstanceResult extends InstanceOutcome {
 export type ControllerEvent =
   | { type: 'ConfigAccepted'; generation: number }
   | { type: 'ConfigRejected'; path: string; message: string }
+  /** A resource source could not read something; the stores keep what they had. */
+  | { type: 'SourceProblem'; source: string; resource?: string; line?: number; message: string }
   | { type: 'ReconcileTriggered'; reconcile: Reconcile }
   | { type: 'Rendered'; reconcile: Reconcile; config: RenderedConfig; durationMs: number }
   | { type: 'RenderFailed'; reconcile: Reconcile; error: RenderError; durationMs: number }

@@ -78,6 +78,10 @@ export function graph(settings: GraphSettings, deps: GraphDeps): Observable<Cont
           scheduler,
         );
         return merge(
+          changes$.pipe(
+            filter((c) => c.type === 'problem'),
+            map(({ type: _, ...problem }): ControllerEvent => ({ type: 'SourceProblem', ...problem })),
+          ),
           reconciles$.pipe(map((reconcile): ControllerEvent => ({ type: 'ReconcileTriggered', reconcile }))),
           rendered$,
           validated$,

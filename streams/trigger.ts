@@ -50,6 +50,7 @@ export function trigger(changes$: Observable<ResourceChange>, watched: readonly 
 
 /** What a trace or a log needs to know of a change, without the object itself. */
 export function changeRef(change: ResourceChange): ChangeRef {
+  if (change.type === 'problem') return { resource: change.resource ?? change.source, type: change.type };
   if (change.type === 'synced' || change.type === 'replace') return { resource: change.resource, type: change.type };
   const { kind, metadata } = change.object;
   return {

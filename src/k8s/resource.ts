@@ -23,8 +23,13 @@ export type ResourceChange =
   | { type: 'delete'; resource: string; object: KubeObject }
   /** The set's initial list is complete; before this, renders would see a partial world. */
   | { type: 'synced'; resource: string }
-  /** The whole set is replaced at once (a relist, or a file source reload). */
-  | { type: 'replace'; resource: string; objects: readonly KubeObject[] };
+  /** The whole set is replaced at once (a relist). */
+  | { type: 'replace'; resource: string; objects: readonly KubeObject[] }
+  /**
+   * A source could not read something (a manifest that does not parse, a watch that
+   * failed). Stores ignore it: what they held stays as it was.
+   */
+  | { type: 'problem'; resource?: string; source: string; line?: number; message: string };
 
 /** The store key of an object: `namespace/name`, or `name` for cluster-scoped objects. */
 export function objectKey(object: Pick<KubeObject, 'metadata'>): string {

@@ -54,6 +54,8 @@ export class Store implements ResourceView {
   /** Applies one change; returns whether the stored state changed. */
   apply(change: ResourceChange): boolean {
     switch (change.type) {
+      case 'problem':
+        return false;
       case 'synced': {
         const was = this.synced;
         this.synced = true;
