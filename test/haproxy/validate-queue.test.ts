@@ -44,11 +44,12 @@ afterEach(async () => {
   await rm(work, { recursive: true, force: true });
 });
 
-function validator(options: ValidatorOptions & { sleep?: number; exit?: number } = {}): Validator {
-  const { sleep, exit, ...rest } = options;
+function validator(options: ValidatorOptions & { sleep?: number; exit?: number; signal?: string } = {}): Validator {
+  const { sleep, exit, signal, ...rest } = options;
   const env: NodeJS.ProcessEnv = { ...process.env, FAKE_HAPROXY_LOG: log };
   if (sleep !== undefined) env.FAKE_HAPROXY_SLEEP = String(sleep);
   if (exit !== undefined) env.FAKE_HAPROXY_EXIT = String(exit);
+  if (signal !== undefined) env.FAKE_HAPROXY_SIGNAL = signal;
   return new Validator({ haproxyBin: FAKE_HAPROXY, tmpDir: checkDir, env, ...rest });
 }
 
@@ -119,6 +120,20 @@ describe('Validator with a haproxy test double', () => {
     if (result.ok) return;
     assert.equal(result.phase, 'haproxy');
     assert.deepEqual(result.problems, [{ file: 'haproxy.cfg', line: 1, message: 'parsing [haproxy.cfg:1] : rejected by the test double' }]);
+  });
+
+  test('a check that crashes fails, and is not remembered', async () => {
+    const v = validator({ signal: 'SEGV' });
+    for (let i = 0; i < 2; i++) {
+      const result = await v.validate(rendered('crash'));
+      assert.equal(result.ok, false);
+      assert.equal(result.cached, false);
+      if (!result.ok) {
+        assert.equal(result.phase, 'haproxy');
+        assert.match(result.problems.at(-1)!.message, /SIGSEGV/);
+      }
+    }
+    assert.equal((await runs()).length, 2);
   });
 
   test('a check that overruns is killed with everything it started, and reported as a timeout', async () => {

@@ -5,6 +5,7 @@
 #   FAKE_HAPROXY_LOG    file to append "start|child|end <epoch-ns|pid> ..." lines to
 #   FAKE_HAPROXY_SLEEP  seconds to wait, in a child process, before finishing
 #   FAKE_HAPROXY_EXIT   exit status (default 0)
+#   FAKE_HAPROXY_SIGNAL signal to kill itself with instead of exiting
 log=${FAKE_HAPROXY_LOG:-/dev/null}
 files=$(find . -type f | sort | tr '\n' ' ')
 tag=$(grep -m1 '^# tag ' haproxy.cfg | cut -d' ' -f3)
@@ -15,6 +16,9 @@ if [ -n "$FAKE_HAPROXY_SLEEP" ]; then
   wait $!
 fi
 echo "end $(date +%s%N) $$" >>"$log"
+if [ -n "$FAKE_HAPROXY_SIGNAL" ]; then
+  kill -s "$FAKE_HAPROXY_SIGNAL" $$
+fi
 if [ "${FAKE_HAPROXY_EXIT:-0}" = 0 ]; then
   echo "Configuration file is valid"
 else
