@@ -195,7 +195,9 @@ function fileRefs(line: ConfigLine): FileRef[] {
     else if (prev === '-f') add(args[i], 'none');
     else if (httpRule && (prev === 'file' || prev === 'lf-file')) add(args[i], 'none');
   }
-  for (const arg of [keyword, ...args]) for (const m of arg.matchAll(CONVERTER_FILE)) add(m[1], 'none');
+  for (const arg of args) {
+    if (arg.includes('map')) for (const m of arg.matchAll(CONVERTER_FILE)) add(m[1], 'none');
+  }
   return refs;
 }
 
