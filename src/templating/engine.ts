@@ -42,13 +42,14 @@
  * that reaches for Date or Math.random on its own loses that guarantee.
  */
 import ejs from 'ejs';
+import type { Options } from 'ejs';
 import type { RenderError } from '../events.ts';
 import type { ResourceView } from '../k8s/store.ts';
 import { type AuxKind, AUX_KINDS, type RenderedConfig, auxPath, sealRendered } from './rendered.ts';
 import { abort, describeValue } from './abort.ts';
 import { auxText, haproxyWord, isFileName } from './escape.ts';
 import { type Helpers, createHelpers } from './helpers.ts';
-import { asFault, diagnoseCompileError, faultFrom } from './locate.ts';
+import { type LocatableTemplate, asFault, diagnoseCompileError, faultFrom } from './locate.ts';
 import { compareCodeUnits, readOnly, resourceSets } from './readonly.ts';
 
 export interface TemplateSet {
@@ -67,9 +68,8 @@ export interface RenderInput {
 
 type Escape = (value: unknown) => string;
 
-/** One compiled template and the name errors report for it. */
-export interface CompiledTemplate {
-  readonly label: string;
+/** One compiled template; its label, source and options also serve to locate its errors. */
+export interface CompiledTemplate extends LocatableTemplate {
   readonly render: (context: Record<string, unknown>) => string;
 }
 
@@ -101,7 +101,7 @@ const CONTEXT_NAMES = ['resources', 'values', 'h', 'include'] as const;
  * destructured locals, declared inside the function's try block, shadow it.
  * The includer is a backstop in case that ever stops holding.
  */
-function compileOptions(label: string, escape: Escape): ejs.Options {
+function compileOptions(label: string, escape: Escape): Options {
   return {
     strict: true,
     _with: false,
@@ -110,7 +110,7 @@ function compileOptions(label: string, escape: Escape): ejs.Options {
     filename: label,
     escape,
     includer: () => abort('include() renders snippets of the template set only'),
-  } as ejs.Options;
+  } as Options;
 }
 
 const SOURCE_KINDS = ['maps', 'files', 'certs', 'snippets'] as const;
@@ -151,9 +151,9 @@ function compileOne(label: string, source: string, escape: Escape, errors: Rende
   try {
     // Called as a property of the ejs object, so the one compile per template can be observed.
     const render = ejs.compile(text, options) as (context: Record<string, unknown>) => string;
-    return { label, render };
+    return { label, text, options, render };
   } catch (thrown) {
-    errors.push(diagnoseCompileError(label, text, options, CONTEXT_NAMES, thrown));
+    errors.push(diagnoseCompileError({ label, text, options }, thrown));
     return undefined;
   }
 }
@@ -221,7 +221,7 @@ export function renderTemplates(templates: CompiledTemplates, input: RenderInput
         try {
           return snippet.render(locals);
         } catch (thrown) {
-          throw faultFrom(thrown, snippet.label);
+          throw faultFrom(thrown, snippet);
         } finally {
           active.pop();
         }
@@ -233,7 +233,7 @@ export function renderTemplates(templates: CompiledTemplates, input: RenderInput
       try {
         return unit.render(context);
       } catch (thrown) {
-        throw faultFrom(thrown, unit.label);
+        throw faultFrom(thrown, unit);
       }
     };
     const main = run(templates.main, haproxyWord);

@@ -1,5 +1,6 @@
 import vm from 'node:vm';
 import ejs from 'ejs';
+import type { Options } from 'ejs';
 import type { RenderError } from '../events.ts';
 import { TemplateAbort } from './abort.ts';
 
@@ -9,9 +10,15 @@ import { TemplateAbort } from './abort.ts';
  * At run time ejs (with compileDebug) tracks the template line in the compiled
  * function and, when anything is thrown, rewrites the error's message to
  * `<filename>:<line>\n<excerpt>\n\n<original message>` before rethrowing it.
- * The filename is the template's label, so the line is read back from exactly
- * that prefix. This needs an extensible object: a thrown string, null or frozen
- * error makes ejs's own rewrite fail, and then only the template is known.
+ * The filename is the template's label, so that line is read back from exactly
+ * that prefix. It is the line where the running tag starts, which is coarse
+ * for a multi-line `<% %>` block; when the thrown value is an Error whose stack
+ * has a frame in this template's code (ejs names the code after the label with
+ * a sourceURL), that frame's line is mapped back through the template's
+ * translation instead, giving the exact line.
+ *
+ * Lines need an extensible object: a thrown string, null or frozen error makes
+ * ejs's own rewrite fail, and then only the template is known.
  */
 
 /** A failure already attributed to a template; passes unchanged through the templates that included it. */
@@ -23,6 +30,14 @@ export class TemplateFault extends Error {
     this.name = 'TemplateFault';
     this.fault = fault;
   }
+}
+
+/** What is needed to locate a failure in a compiled template. */
+export interface LocatableTemplate {
+  /** The name errors report, also ejs's filename option. */
+  readonly label: string;
+  readonly text: string;
+  readonly options: Options;
 }
 
 const NOT_ANNOTATABLE = 'the template threw a value that is not an extensible Error object; use h.fail(message) or throw new Error(message)';
@@ -37,29 +52,29 @@ export function asFault(thrown: unknown): TemplateFault | undefined {
 }
 
 /** Attributes whatever a compiled template threw to that template; never throws. */
-export function faultFrom(thrown: unknown, template: string): TemplateFault {
+export function faultFrom(thrown: unknown, template: LocatableTemplate): TemplateFault {
   // instanceof runs getPrototypeOf, which a thrown proxy may trap: asFault guards it.
   const fault = asFault(thrown);
   if (fault) return fault;
+  const label = template.label;
   try {
-    const annotated = readAnnotation(thrown, template);
-    if (!annotated) return new TemplateFault({ template, message: NOT_ANNOTATABLE });
-    const { line, original } = annotated;
-    if (thrown instanceof TemplateAbort) return new TemplateFault({ template, line, message: thrown.reason });
-    if (thrown instanceof Error) {
-      const name = typeof thrown.name === 'string' && thrown.name !== 'Error' ? `${thrown.name}: ` : '';
-      return new TemplateFault({ template, line, message: `${name}${original}` || 'Error' });
-    }
-    return new TemplateFault({ template, line, message: NOT_ANNOTATABLE });
+    const annotated = readAnnotation(thrown, label);
+    if (!annotated) return new TemplateFault({ template: label, message: NOT_ANNOTATABLE });
+    const { original } = annotated;
+    if (!(thrown instanceof Error)) return new TemplateFault({ template: label, line: annotated.line, message: NOT_ANNOTATABLE });
+    const line = exactLine(thrown, template) ?? annotated.line;
+    if (thrown instanceof TemplateAbort) return new TemplateFault({ template: label, line, message: thrown.reason });
+    const name = typeof thrown.name === 'string' && thrown.name !== 'Error' ? `${thrown.name}: ` : '';
+    return new TemplateFault({ template: label, line, message: `${name}${original}` || 'Error' });
   } catch {
-    return new TemplateFault({ template, message: NOT_ANNOTATABLE });
+    return new TemplateFault({ template: label, message: NOT_ANNOTATABLE });
   }
 }
 
-function readAnnotation(thrown: unknown, template: string): { line: number; original: string } | undefined {
+function readAnnotation(thrown: unknown, label: string): { line: number; original: string } | undefined {
   if (thrown === null || typeof thrown !== 'object') return undefined;
   const message: unknown = (thrown as { message?: unknown }).message;
-  const prefix = `${template}:`;
+  const prefix = `${label}:`;
   if (typeof message !== 'string' || !message.startsWith(prefix)) return undefined;
   const eol = message.indexOf('\n', prefix.length);
   if (eol < 0) return undefined;
@@ -69,7 +84,51 @@ function readAnnotation(thrown: unknown, template: string): { line: number; orig
   return { line, original: end < 0 ? '' : message.slice(end + 2) };
 }
 
-/** The parts of ejs.Template used to locate a compile error; stable within the pinned ejs version. */
+/** The template line of the innermost stack frame in the template's own code, if there is one. */
+function exactLine(thrown: Error, template: LocatableTemplate): number | undefined {
+  const stack: unknown = thrown.stack;
+  if (typeof stack !== 'string') return undefined;
+  const functionLine = frameLine(stack, template.label);
+  const offset = bodyOffset(template.options);
+  if (functionLine === undefined || offset === undefined) return undefined;
+  return templateLine(translationOf(template), functionLine - offset);
+}
+
+/** The line of the first frame in code named `label` (V8 prints it as `"label":line:column`). */
+function frameLine(stack: string, label: string): number | undefined {
+  const frames = stack.indexOf('\n    at ');
+  if (frames < 0) return undefined;
+  const at = stack.indexOf(`"${label}":`, frames);
+  if (at < 0) return undefined;
+  const match = /^:(\d+):\d+/.exec(stack.slice(at + label.length + 2));
+  return match ? Number(match[1]) : undefined;
+}
+
+const PROBE = 'haprx-line-probe';
+const offsets = new Map<string, number | undefined>();
+
+/**
+ * The line of the compiled function at which the translated template begins.
+ * It depends on ejs's prologue, so it is measured once per option shape by
+ * compiling a one-line probe that throws on its first generated line.
+ */
+function bodyOffset(options: Options): number | undefined {
+  const key = JSON.stringify([options.localsName, options.destructuredLocals, options.strict]);
+  if (offsets.has(key)) return offsets.get(key);
+  let offset: number | undefined;
+  try {
+    const probe = new ejs.Template('<% throw new Error() %>', { ...options, filename: PROBE }).compile() as (data: object) => string;
+    probe({});
+  } catch (e) {
+    const line = e instanceof Error && typeof e.stack === 'string' ? frameLine(e.stack, PROBE) : undefined;
+    // The probe's statement is the first generated line of its translation.
+    offset = line;
+  }
+  offsets.set(key, offset);
+  return offset;
+}
+
+/** The parts of ejs.Template used to map generated code back to the template; stable within the pinned ejs version. */
 interface TemplateInternals {
   source: string;
   currentLine: number;
@@ -77,30 +136,78 @@ interface TemplateInternals {
   scanLine(token: string): void;
 }
 
+interface Translation {
+  /** Where each template token starts: its line in the generated body, its line in the template. */
+  tokens: { generated: number; line: number }[];
+  body: string;
+  bodyLines: number;
+  templateLines: number;
+}
+
+class TranslationError extends Error {
+  readonly line: number;
+
+  constructor(message: string, line: number) {
+    super(message);
+    this.line = line;
+  }
+}
+
+/** ejs's translation of the template into code, recording where each token lands. */
+function translate(text: string, options: Options): Translation {
+  const translation = new ejs.Template(text, options) as unknown as TemplateInternals;
+  const tokens: Translation['tokens'] = [];
+  const scan = translation.scanLine;
+  translation.scanLine = function (this: TemplateInternals, token: string) {
+    tokens.push({ generated: countNewlines(this.source), line: this.currentLine });
+    scan.call(this, token);
+  };
+  try {
+    translation.generateSource();
+  } catch (e) {
+    throw new TranslationError(firstLine(e), translation.currentLine);
+  }
+  const body = translation.source;
+  return { tokens, body, bodyLines: countNewlines(body), templateLines: countNewlines(text) + 1 };
+}
+
+const translations = new WeakMap<LocatableTemplate, Translation>();
+
+function translationOf(template: LocatableTemplate): Translation {
+  let translation = translations.get(template);
+  if (!translation) {
+    translation = translate(template.text, template.options);
+    translations.set(template, translation);
+  }
+  return translation;
+}
+
+/** Template line of a 0-based line of the generated body; undefined outside the body. */
+function templateLine(translation: Translation, generated: number): number | undefined {
+  if (generated < 0 || generated >= translation.bodyLines) return undefined;
+  let at = translation.tokens[0] ?? { generated: 0, line: 1 };
+  for (const token of translation.tokens) if (token.generated <= generated) at = token;
+  // Code tokens are copied with their newlines, so lines within a token correspond one to one.
+  return Math.min(at.line + (generated - at.generated), translation.templateLines);
+}
+
 /**
  * ejs compiles with `new Function`, whose SyntaxError carries no position.
- * On failure the template is translated again, recording where each template
- * token lands in the generated code, and that code is compiled by node:vm
- * inside the same prologue ejs uses (so that redeclaring a context name fails
- * here too); vm reports the generated line, which maps back to the template.
- * An unmatched tag fails during translation, at the tag's line.
+ * On failure the template is translated again and the code compiled by
+ * node:vm inside the same prologue ejs uses (so that redeclaring a context
+ * name fails here too); vm reports the generated line, which maps back to the
+ * template. An unmatched tag fails during translation, at the tag's line.
  */
-export function diagnoseCompileError(template: string, text: string, options: ejs.Options, destructured: readonly string[], thrown: unknown): RenderError {
-  const fallback = (): RenderError => ({ template, message: firstLine(thrown) });
+export function diagnoseCompileError(template: LocatableTemplate, thrown: unknown): RenderError {
+  const label = template.label;
   try {
-    const translation = new ejs.Template(text, options) as unknown as TemplateInternals;
-    const tokens: { generated: number; line: number }[] = [];
-    const scan = translation.scanLine;
-    translation.scanLine = function (this: TemplateInternals, token: string) {
-      tokens.push({ generated: countNewlines(this.source), line: this.currentLine });
-      scan.call(this, token);
-    };
+    let translation: Translation;
     try {
-      translation.generateSource();
+      translation = translate(template.text, template.options);
     } catch (e) {
-      return { template, line: translation.currentLine, message: firstLine(e) };
+      if (e instanceof TranslationError) return { template: label, line: e.line, message: e.message };
+      throw e;
     }
-    const body = translation.source;
     const header = [
       '"use strict";',
       '(function (locals, escapeFn, include, rethrow) {',
@@ -108,26 +215,23 @@ export function diagnoseCompileError(template: string, text: string, options: ej
       'try {',
       'let __output = "";',
       'function __append(s) {}',
-      `let __locals = (locals || {})${destructured.map((name) => `, ${name} = __locals.${name}`).join('')};`,
+      `let __locals = (locals || {})${(template.options.destructuredLocals ?? []).map((name) => `, ${name} = __locals.${name}`).join('')};`,
     ];
-    const code = `${header.join('\n')}\n${body}\nreturn __output;\n} catch (e) {}\n});\n`;
-    const generatedLine = syntaxErrorLine(code, template);
-    if (!generatedLine) return fallback();
-    const lines = countNewlines(text) + 1;
-    const g = generatedLine.line - 1 - header.length;
-    if (g >= countNewlines(body)) {
-      return { template, line: lines, message: `unexpected end of template (${generatedLine.message}): is a block, bracket or string left open?` };
+    const code = `${header.join('\n')}\n${translation.body}\nreturn __output;\n} catch (e) {}\n});\n`;
+    const found = syntaxError(code, label);
+    if (!found) return { template: label, message: firstLine(thrown) };
+    const line = templateLine(translation, found.line - 1 - header.length);
+    if (line === undefined) {
+      const message = `unexpected end of template (${found.message}): is a block, bracket or string left open?`;
+      return { template: label, line: translation.templateLines, message };
     }
-    let at = tokens[0] ?? { generated: 0, line: 1 };
-    for (const token of tokens) if (token.generated <= g) at = token;
-    const line = Math.min(Math.max(at.line + (g - at.generated), 1), lines);
-    return { template, line, message: generatedLine.message };
+    return { template: label, line: Math.max(line, 1), message: found.message };
   } catch {
-    return fallback();
+    return { template: label, message: firstLine(thrown) };
   }
 }
 
-function syntaxErrorLine(code: string, filename: string): { line: number; message: string } | undefined {
+function syntaxError(code: string, filename: string): { line: number; message: string } | undefined {
   try {
     new vm.Script(code, { filename });
     return undefined;

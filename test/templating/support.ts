@@ -1,0 +1,84 @@
+import assert from 'node:assert/strict';
+import type { RenderError } from '../../src/events.ts';
+import type { KubeObject } from '../../src/k8s/resource.ts';
+import { Store } from '../../src/k8s/store.ts';
+import { type CompiledTemplates, type RenderInput, type TemplateSet, compileTemplates, renderTemplates } from '../../src/templating/engine.ts';
+import type { RenderedConfig } from '../../src/templating/rendered.ts';
+
+/** A real Store filled through its change API, as the watch streams fill it. */
+export function storeOf(name: string, objects: readonly KubeObject[]): Store {
+  const store = new Store(name);
+  for (const object of objects) store.apply({ type: 'upsert', resource: name, object });
+  return store;
+}
+
+export function service(namespace: string, name: string, port: number, extra: Record<string, unknown> = {}): KubeObject {
+  return { apiVersion: 'v1', kind: 'Service', metadata: { namespace, name }, spec: { ports: [{ name: 'http', port }] }, ...extra };
+}
+
+export function compiled(set: TemplateSet): CompiledTemplates {
+  const result = compileTemplates(set);
+  if (!result.ok) assert.fail(`expected the set to compile, got ${JSON.stringify(result.errors)}`);
+  return result.templates;
+}
+
+export const noInput: RenderInput = { resources: {}, values: {} };
+
+export function rendered(templates: CompiledTemplates, input: RenderInput = noInput): RenderedConfig {
+  const result = renderTemplates(templates, input);
+  if (!result.ok) assert.fail(`expected the render to succeed, got ${JSON.stringify(result.error)}`);
+  return result.config;
+}
+
+/** Compiles the set and renders it, expecting the render to fail; returns the error. */
+export function renderError(set: TemplateSet, input: RenderInput = noInput): RenderError {
+  const templates = compiled(set);
+  let result: ReturnType<typeof renderTemplates> | undefined;
+  assert.doesNotThrow(() => {
+    result = renderTemplates(templates, input);
+  });
+  assert.ok(result);
+  if (result.ok) assert.fail(`expected the render to fail, got ${JSON.stringify(result.config.main)}`);
+  return result.error;
+}
+
+export function compileErrors(set: TemplateSet): RenderError[] {
+  const result = compileTemplates(set);
+  if (result.ok) assert.fail('expected the set not to compile');
+  return result.errors;
+}
+
+/**
+ * Splits one haproxy.cfg line into words following the quoting rules of the
+ * HAProxy configuration manual (section 2.2), for the subset of syntax the
+ * escaper may produce; anything else throws so that a test notices.
+ */
+export function haproxyWords(line: string): string[] {
+  const words: string[] = [];
+  let word: string | undefined;
+  for (let i = 0; i < line.length; i++) {
+    const c = line[i] as string;
+    if (c === ' ' || c === '\t') {
+      if (word !== undefined) words.push(word);
+      word = undefined;
+    } else if (c === '#') {
+      break;
+    } else if (c === "'") {
+      const end = line.indexOf("'", i + 1);
+      if (end < 0) throw new Error(`unterminated single quote in ${JSON.stringify(line)}`);
+      word = (word ?? '') + line.slice(i + 1, end);
+      i = end;
+    } else if (c === '\\') {
+      const next = line[i + 1];
+      if (next === undefined || !` \\#'"`.includes(next)) throw new Error(`unexpected escape in ${JSON.stringify(line)}`);
+      word = (word ?? '') + next;
+      i++;
+    } else if (c === '"' || c === '\n' || c === '\r') {
+      throw new Error(`unexpected ${JSON.stringify(c)} in ${JSON.stringify(line)}`);
+    } else {
+      word = (word ?? '') + c;
+    }
+  }
+  if (word !== undefined) words.push(word);
+  return words;
+}
