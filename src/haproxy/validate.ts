@@ -257,13 +257,19 @@ function spawnCheck(dir: string, files: RenderedFiles, options: HaproxyCheckOpti
     });
     child.once('close', (code, sig) => {
       if (stopping) return;
-      const sanitize = (b: Buffer[]) => Buffer.concat(b).toString('utf8').split(`${dir}/`).join('');
-      const paths = [MAIN_FILE];
-      for (const kind of AUX_KINDS) for (const name of Object.keys(files[kind])) paths.push(auxPath(kind, name));
-      const parsed = parseHaproxyOutput(sanitize(err), sanitize(out), paths);
-      const errors = [...parsed.errors, ...parsed.other.map((message) => ({ file: MAIN_FILE, message }))];
-      if (code !== null) settle({ kind: 'exited', code, errors, warnings: parsed.warnings });
-      else settle({ kind: 'signaled', signal: sig ?? 'unknown signal', errors, warnings: parsed.warnings });
+      try {
+        // Messages name files relative to the check directory; never leak its path.
+        const sanitize = (b: Buffer[]) => Buffer.concat(b).toString('utf8').split(`${dir}/`).join('');
+        const paths = [MAIN_FILE];
+        for (const kind of AUX_KINDS) for (const name of Object.keys(files[kind])) paths.push(auxPath(kind, name));
+        const parsed = parseHaproxyOutput(sanitize(err), sanitize(out), paths);
+        const errors = [...parsed.errors, ...parsed.other.map((message) => ({ file: MAIN_FILE, message }))];
+        if (code !== null) settle({ kind: 'exited', code, errors, warnings: parsed.warnings });
+        else settle({ kind: 'signaled', signal: sig ?? 'unknown signal', errors, warnings: parsed.warnings });
+      } catch (e) {
+        // An event handler must not throw into the event loop.
+        settle({ kind: 'spawn', message: `could not read the output of ${options.haproxyBin}: ${errorMessage(e)}` });
+      }
     });
 
     const timer = setTimeout(() => stop('timeout', `haproxy -c did not finish within ${options.timeoutMs} ms`), options.timeoutMs);
@@ -314,7 +320,11 @@ const SIGNAL_NAMES: Readonly<Record<string, string>> = { SIGSEGV: 'crashed (SIGS
 
 /**
  * Validates renders: phase one, then one `haproxy -c` at a time (callers queue
- * in order), remembering definitive verdicts by the render's hash.
+ * in order), remembering definitive verdicts by the render's hash. Only what
+ * haproxy decided by exiting is remembered; timeouts, aborts, crashes and
+ * start-up failures say nothing about the render and are retried next time.
+ * `durationMs` is the wall time of the call, queueing included; a cached
+ * result reports the time of the lookup.
  */
 export class Validator {
   private readonly haproxyBin: string;
