@@ -14,10 +14,15 @@
  * In scope, in every template:
  * - `resources.<set>`: each watched resource set by its configured name, with
  *   `list()`, `get(...indexKeys)`, `first(...indexKeys)` and `size`. Lists are
- *   sorted; objects are read-only and enumerate their keys in sorted order.
+ *   sorted by namespace/name; objects are read-only (sort a copy:
+ *   `[...list].sort()` or `h.sortBy`) and enumerate their keys in code-unit
+ *   order, so `Object.entries`, `for...in` and `JSON.stringify` are stable.
  *   Naming a set that is not configured aborts the render.
- * - `values`: the user's values (e.g. `values.httpPort`), read-only.
- * - `h`: the helpers (see helpers.ts).
+ * - `values`: the user's values (e.g. `values.httpPort`), read-only likewise;
+ *   an absent value is `undefined`.
+ * - `h`: the helpers (see helpers.ts): file paths, `word`, `mapKey`,
+ *   `identifier`, `sortBy`, `uniq`, `groupBy`, `keys`, `entries`, `b64decode`,
+ *   `isHostname`, `isPath`, `fail`, `get`.
  * - `include(name, args)`: renders snippet `name` and returns its text, so it is
  *   written with `<%- include('backend', { svc }) %>`. Snippets come from the
  *   set, never from disk; an unknown name or an include cycle aborts. A snippet
@@ -34,8 +39,10 @@
  *   `h.mapKey(v)` for the key column of a map.
  * - `<%- v %>` writes raw text; it is how multi-line content, `include()` and
  *   `h.word()` results are emitted.
- * - `h.fail(message)` aborts the render; any throw does. Either way the
- *   render fails with the template and line where it happened.
+ * - `h.fail(message)` aborts the render; so does any throw. The error names
+ *   the template (the snippet, if it failed in one) and the line where it was
+ *   thrown, exact even inside a multi-line `<% %>` block. A thrown non-Error
+ *   (a string, say) still fails the render, but its line is unknown.
  *
  * Output is a function of the input alone: no clock, randomness or file
  * access is offered, keys iterate sorted and lists come sorted. A template
@@ -166,6 +173,12 @@ export function compileTemplates(set: TemplateSet): CompileResult {
   try {
     const errors: RenderError[] = [];
     if (set === null || typeof set !== 'object') return { ok: false, errors: [{ template: 'haproxy.cfg', message: 'the template set must be an object' }] };
+    // A misspelt kind (`map:`) would otherwise drop its templates without a word.
+    for (const key of Object.keys(set).sort(compareCodeUnits)) {
+      if (key !== 'main' && !(SOURCE_KINDS as readonly string[]).includes(key)) {
+        errors.push({ template: key, message: `unknown kind of template ${JSON.stringify(key)}: expected main, ${SOURCE_KINDS.join(', ')}` });
+      }
+    }
     const sources = Object.fromEntries(SOURCE_KINDS.map((kind) => [kind, entriesOf(set, kind, errors)])) as Record<SourceKind, [string, string][]>;
     const snippetEscape = { current: haproxyWord as Escape };
     const snippetEscapeFn: Escape = (value) => snippetEscape.current(value);

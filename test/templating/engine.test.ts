@@ -111,6 +111,11 @@ describe('compileTemplates', () => {
     );
     assert.equal(compileTemplates(null as unknown as TemplateSet).ok, false);
   });
+
+  it('rejects an unknown kind of template rather than ignoring it', () => {
+    const errors = compileErrorsOf({ main: '', map: { 'hosts.map': '' } } as unknown as TemplateSet);
+    assert.deepEqual(errors, [{ template: 'map', message: 'unknown kind of template "map": expected main, maps, files, certs, snippets' }]);
+  });
 });
 
 function compileErrorsOf(set: TemplateSet) {
