@@ -331,18 +331,6 @@ describe('phase one, other rules', () => {
     for (const name of ['hosts.map', 'a b.map', '.hidden', 'UPPER_case-1.pem', 'ünïcode.txt']) assert.equal(fileNameProblem(name), undefined, name);
   });
 
-  test('a thousand backends are checked in a few milliseconds', () => {
-    const body = [...FRONTEND];
-    for (let b = 0; b < 1000; b++) {
-      body.push(`  use_backend be${b} if { req.hdr(host) -m str h${b}.example }`, `backend be${b}`);
-      for (let s = 0; s < 10; s++) body.push(`  server s${s} 10.0.${b % 256}.${s}:80 check`);
-    }
-    const files = render([...body, ...BACKEND]);
-    checkStructure(files);
-    const started = performance.now();
-    assert.deepEqual(checkStructure(files), []);
-    assert.ok(performance.now() - started < 250, 'phase one should stay far below the cost of spawning haproxy');
-  });
 });
 
 // Phase one must never reject what haproxy accepts: every example above goes through the real binary too.
@@ -368,6 +356,29 @@ describe('haproxy -c agrees with phase one', () => {
     certs: Object.fromEntries(Object.keys(files.certs).map((name) => [name, cert])),
   });
   const haproxy = (files: RenderedFiles) => runHaproxyCheck(withRealCerts(files), { haproxyBin: HAPROXY, timeoutMs: 10_000, tmpDir: tmp });
+
+  test('phase one costs less than haproxy -c on a thousand backends with ten servers each', async () => {
+    const body = [...FRONTEND];
+    for (let b = 0; b < 1000; b++) {
+      body.push(`  use_backend be${b} if { req.hdr(host) -m str h${b}.example }`, `backend be${b}`);
+      for (let s = 0; s < 10; s++) body.push(`  server s${s} 10.0.${b % 256}.${s + 1}:80 check`);
+    }
+    const files = render([...body, ...BACKEND]);
+    // The fastest of a few runs each, so that a busy machine does not decide the outcome.
+    const fastest = async (run: () => unknown) => {
+      let best = Infinity;
+      for (let i = 0; i < 3; i++) {
+        const started = performance.now();
+        await run();
+        best = Math.min(best, performance.now() - started);
+      }
+      return best;
+    };
+    assert.deepEqual(checkStructure(files), []);
+    const structure = await fastest(() => checkStructure(files));
+    const spawned = await fastest(async () => assert.equal((await haproxy(files)).kind, 'exited'));
+    assert.ok(structure < spawned, `phase one took ${structure} ms, haproxy -c ${spawned} ms`);
+  });
 
   for (const c of REJECTED) {
     test(`rejects: ${c.name}`, async () => {
