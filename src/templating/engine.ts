@@ -89,12 +89,16 @@ export interface CompiledTemplates {
   readonly certs: ReadonlyMap<string, CompiledTemplate>;
   readonly snippets: ReadonlyMap<string, CompiledTemplate>;
   readonly helpers: Helpers;
-  /**
-   * A snippet can be included from any kind of template, so its `<%= %>`
-   * follows the top-level template being rendered; set before each one runs.
-   */
-  readonly snippetEscape: { current: Escape };
 }
+
+/**
+ * A snippet can be included from any kind of template, so its `<%= %>`
+ * follows the top-level template being rendered: each compiled set's snippets
+ * escape through a slot that renderTemplates points at the right escape
+ * before running each top-level template. Rendering is synchronous, so the
+ * slot cannot be switched under a running template.
+ */
+const snippetEscapes = new WeakMap<CompiledTemplates, { current: Escape }>();
 
 export type CompileResult = { ok: true; templates: CompiledTemplates } | { ok: false; errors: RenderError[] };
 export type RenderResult = { ok: true; config: RenderedConfig } | { ok: false; error: RenderError };
@@ -202,7 +206,9 @@ export function compileTemplates(set: TemplateSet): CompileResult {
 
     if (errors.length > 0 || !main) return { ok: false, errors };
     const helpers = createHelpers({ maps: new Set(maps.keys()), files: new Set(files.keys()), certs: new Set(certs.keys()) });
-    return { ok: true, templates: Object.freeze({ main, maps, files, certs, snippets, helpers, snippetEscape }) };
+    const templates: CompiledTemplates = Object.freeze({ main, maps, files, certs, snippets, helpers });
+    snippetEscapes.set(templates, snippetEscape);
+    return { ok: true, templates };
   } catch (thrown) {
     return { ok: false, errors: [{ template: 'haproxy.cfg', message: `internal error while compiling: ${errorText(thrown)}` }] };
   }
@@ -216,6 +222,8 @@ export function compileTemplates(set: TemplateSet): CompileResult {
 export function renderTemplates(templates: CompiledTemplates, input: RenderInput): RenderResult {
   let current = 'haproxy.cfg';
   try {
+    const snippetEscape = snippetEscapes.get(templates);
+    if (!snippetEscape) return { ok: false, error: { template: current, message: 'templates must come from compileTemplates' } };
     const active: string[] = [];
     const context: Record<string, unknown> = {
       resources: resourceSets(input.resources),
@@ -242,7 +250,7 @@ export function renderTemplates(templates: CompiledTemplates, input: RenderInput
     };
     const run = (unit: CompiledTemplate, escape: Escape): string => {
       current = unit.label;
-      templates.snippetEscape.current = escape;
+      snippetEscape.current = escape;
       try {
         return unit.render(context);
       } catch (thrown) {

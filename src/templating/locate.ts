@@ -86,12 +86,17 @@ function readAnnotation(thrown: unknown, label: string): { line: number; origina
 
 /** The template line of the innermost stack frame in the template's own code, if there is one. */
 function exactLine(thrown: Error, template: LocatableTemplate): number | undefined {
-  const stack: unknown = thrown.stack;
-  if (typeof stack !== 'string') return undefined;
-  const functionLine = frameLine(stack, template.label);
-  const offset = bodyOffset(template.options);
-  if (functionLine === undefined || offset === undefined) return undefined;
-  return templateLine(translationOf(template), functionLine - offset);
+  try {
+    const stack: unknown = thrown.stack;
+    if (typeof stack !== 'string') return undefined;
+    const functionLine = frameLine(stack, template.label);
+    const offset = bodyOffset(template.options);
+    if (functionLine === undefined || offset === undefined) return undefined;
+    return templateLine(translationOf(template), functionLine - offset);
+  } catch {
+    // A stack getter may throw; the line of the running tag is still known.
+    return undefined;
+  }
 }
 
 /** The line of the first frame in code named `label` (V8 prints it as `"label":line:column`). */
@@ -158,8 +163,13 @@ function translate(text: string, options: Options): Translation {
   const translation = new ejs.Template(text, options) as unknown as TemplateInternals;
   const tokens: Translation['tokens'] = [];
   const scan = translation.scanLine;
+  // The generated source only grows, so newlines are counted once each.
+  let counted = 0;
+  let generated = 0;
   translation.scanLine = function (this: TemplateInternals, token: string) {
-    tokens.push({ generated: countNewlines(this.source), line: this.currentLine });
+    generated += countNewlines(this.source.slice(counted));
+    counted = this.source.length;
+    tokens.push({ generated, line: this.currentLine });
     scan.call(this, token);
   };
   try {

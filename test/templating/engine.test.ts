@@ -4,7 +4,7 @@ import { describe, it, mock } from 'node:test';
 import ejs from 'ejs';
 import { Store } from '../../src/k8s/store.ts';
 import { type TemplateSet, compileTemplates, renderTemplates } from '../../src/templating/engine.ts';
-import { compiled, haproxyWords, renderError, rendered, service, storeOf } from './support.ts';
+import { compileErrors, compiled, haproxyWords, renderError, rendered, service, storeOf } from './support.ts';
 
 describe('compileTemplates', () => {
   it('compiles each template exactly once, however often the set is rendered', () => {
@@ -30,7 +30,7 @@ describe('compileTemplates', () => {
   });
 
   it('reports a syntax error with the template and its line', () => {
-    const [error, ...more] = compileErrorsOf({ main: 'global\n  daemon\n<% if (x)) { %>\n<% } %>\n' });
+    const [error, ...more] = compileErrors({ main: 'global\n  daemon\n<% if (x)) { %>\n<% } %>\n' });
     assert.deepEqual(more, []);
     assert.equal(error?.template, 'haproxy.cfg');
     assert.equal(error?.line, 3);
@@ -39,14 +39,14 @@ describe('compileTemplates', () => {
 
   it('locates errors inside multi-line scriptlets and after trimmed tags', () => {
     const main = ['a', '<% const xs = [', '  1,', '  2 +', ']; -%>', 'b', '<%= xs %>'].join('\n');
-    const [error] = compileErrorsOf({ main });
+    const [error] = compileErrors({ main });
     assert.equal(error?.line, 5);
     const later = ['<%_ const a = 1 _%>', '<%# comment', 'spanning lines %>', 'text', '<%= a b %>'].join('\n');
-    assert.equal(compileErrorsOf({ main: later })[0]?.line, 5);
+    assert.equal(compileErrors({ main: later })[0]?.line, 5);
   });
 
   it('names map, file, certificate and snippet templates in compile errors, all at once', () => {
-    const errors = compileErrorsOf({
+    const errors = compileErrors({
       main: 'ok',
       maps: { 'hosts.map': 'a\n<%= ( %>' },
       files: { 'x.txt': '<% } %>' },
@@ -65,26 +65,26 @@ describe('compileTemplates', () => {
   });
 
   it('reports an unclosed tag at the line where it opens', () => {
-    const [error] = compileErrorsOf({ main: 'a\nb\n<% if (x) {\nc\n' });
+    const [error] = compileErrors({ main: 'a\nb\n<% if (x) {\nc\n' });
     assert.deepEqual([error?.template, error?.line], ['haproxy.cfg', 3]);
     assert.match(error?.message ?? '', /matching close tag/);
   });
 
   it('reports a block left open at the end of the template', () => {
-    const [error] = compileErrorsOf({ main: 'a\n<% if (x) { %>\nb\nc' });
+    const [error] = compileErrors({ main: 'a\n<% if (x) { %>\nb\nc' });
     assert.deepEqual([error?.template, error?.line], ['haproxy.cfg', 4]);
     assert.match(error?.message ?? '', /unexpected end of template/);
   });
 
   it('rejects redeclaring a context name, and implicit globals at run time (strict mode)', () => {
-    const [error] = compileErrorsOf({ main: 'x\n<% let h = 1 %>' });
+    const [error] = compileErrors({ main: 'x\n<% let h = 1 %>' });
     assert.deepEqual([error?.line, error?.message], [2, "Identifier 'h' has already been declared"]);
     const thrown = renderError({ main: 'x\n<% total = 1 %>' });
     assert.deepEqual([thrown.line, thrown.message], [2, 'ReferenceError: total is not defined']);
   });
 
   it('rejects bad file names, naming each', () => {
-    const errors = compileErrorsOf({
+    const errors = compileErrors({
       main: '',
       maps: { '../etc/passwd': '', ok: '' },
       files: { '.hidden': '' },
@@ -100,29 +100,23 @@ describe('compileTemplates', () => {
   });
 
   it('rejects sources that are not strings and a malformed set without throwing', () => {
-    const errors = compileErrorsOf({ main: 5, maps: { a: null } } as unknown as TemplateSet);
+    const errors = compileErrors({ main: 5, maps: { a: null } } as unknown as TemplateSet);
     assert.deepEqual(
       errors.map((e) => e.template),
       ['maps/a', 'haproxy.cfg'],
     );
     assert.deepEqual(
-      compileErrorsOf({ main: '', maps: ['x'] } as unknown as TemplateSet).map((e) => e.template),
+      compileErrors({ main: '', maps: ['x'] } as unknown as TemplateSet).map((e) => e.template),
       ['maps'],
     );
     assert.equal(compileTemplates(null as unknown as TemplateSet).ok, false);
   });
 
   it('rejects an unknown kind of template rather than ignoring it', () => {
-    const errors = compileErrorsOf({ main: '', map: { 'hosts.map': '' } } as unknown as TemplateSet);
+    const errors = compileErrors({ main: '', map: { 'hosts.map': '' } } as unknown as TemplateSet);
     assert.deepEqual(errors, [{ template: 'map', message: 'unknown kind of template "map": expected main, maps, files, certs, snippets' }]);
   });
 });
-
-function compileErrorsOf(set: TemplateSet) {
-  const result = compileTemplates(set);
-  if (result.ok) assert.fail('expected compile errors');
-  return result.errors;
-}
 
 describe('renderTemplates', () => {
   const services = storeOf('services', [service('default', 'web', 8080), service('default', 'api', 9090), service('kube-system', 'dns', 53)]);
