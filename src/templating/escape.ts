@@ -9,12 +9,15 @@ import { abort, describeValue } from './abort.ts';
  * - strings, finite numbers, bigints and booleans are accepted; anything else
  *   (undefined, null, objects, NaN) is a template bug and aborts the render;
  * - a control character (Unicode category Cc: \n, \r, \t, \0, DEL, C1) aborts:
- *   written out it would end the line and let data inject directives;
+ *   a line break would let data inject directives, and none of them belongs
+ *   in a word;
  * - the empty string aborts: HAProxy ends a directive's arguments at the first
  *   empty word and silently ignores the rest (an `if` condition, say);
  * - a value made only of characters outside [ '"\#$] is written as is;
  * - anything else is single-quoted, inside which HAProxy interprets nothing;
  *   a `'` is written as `'\''` (close, escaped quote, reopen: still one word).
+ * This settles word boundaries only: an argument HAProxy parses further
+ * (a log-format string's `%`, a regex, a sample expression) keeps its meaning.
  */
 export function haproxyWord(value: unknown): string {
   const text = scalarText(value);
