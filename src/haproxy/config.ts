@@ -14,6 +14,8 @@ export const SECTION_KEYWORDS = [
   'http-errors',
   'ring',
   'cache',
+  'log-forward',
+  'fcgi-app',
 ] as const;
 export type SectionType = (typeof SECTION_KEYWORDS)[number];
 const SECTION_SET: ReadonlySet<string> = new Set(SECTION_KEYWORDS);

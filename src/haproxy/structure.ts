@@ -9,7 +9,7 @@
 import type { ValidationProblem } from '../events.ts';
 import { AUX_DIRS, AUX_KINDS, auxPath } from '../templating/rendered.ts';
 import type { RenderedFiles } from '../templating/rendered.ts';
-import { parseConfig } from './config.ts';
+import { SECTION_KEYWORDS, parseConfig } from './config.ts';
 import type { ConfigLine } from './config.ts';
 
 /** The name the main configuration is written under and reported as. */
@@ -18,25 +18,7 @@ export const MAIN_FILE = 'haproxy.cfg';
 /** haproxy splits a line into at most this many words and rejects longer lines. */
 export const MAX_LINE_WORDS = 64;
 
-// haproxy 2.6 also knows these sections; the shared parser does not, so lines
-// are re-segmented here to avoid attributing their content to the previous section.
-const SECTIONS: ReadonlySet<string> = new Set([
-  'global',
-  'defaults',
-  'frontend',
-  'backend',
-  'listen',
-  'resolvers',
-  'peers',
-  'userlist',
-  'mailers',
-  'program',
-  'http-errors',
-  'ring',
-  'cache',
-  'log-forward',
-  'fcgi-app',
-]);
+const SECTIONS: ReadonlySet<string> = new Set(SECTION_KEYWORDS);
 const NAMED_SECTIONS: ReadonlySet<string> = new Set([...SECTIONS].filter((s) => s !== 'global' && s !== 'defaults'));
 const PROXIES: ReadonlySet<string> = new Set(['frontend', 'backend', 'listen']);
 const NAME_CHECKED: ReadonlySet<string> = new Set([...PROXIES, 'userlist']);
@@ -57,7 +39,7 @@ interface Layout {
   blocks: Block[];
 }
 
-/** Re-segments the parser's lines, tracking .if/.endif nesting. */
+/** Re-segments the parser's lines to track .if/.endif nesting: lines inside a false block may be skipped by haproxy. */
 function layout(source: string): { layout: Layout; errors: ValidationProblem[] } {
   const parsed = parseConfig(source);
   const all: ConfigLine[] = [...parsed.orphans];
