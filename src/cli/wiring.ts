@@ -1,0 +1,42 @@
+import { type Observable, defer, map, of } from 'rxjs';
+import type { WatchedResource } from '../config/controller-config.ts';
+import type { ControllerEvent, Deployment, Endpoint, InstanceOutcome } from '../events.ts';
+import type { Validator } from '../haproxy/validate.ts';
+import type { ResourceChange } from '../k8s/resource.ts';
+import { renderTemplates } from '../templating/engine.ts';
+import type { RenderedConfig } from '../templating/rendered.ts';
+import { graph } from '../../streams/graph.ts';
+import type { ValidateOutcome } from '../../streams/validate.ts';
+import { fromAbortable } from './abortable.ts';
+import type { LoadedConfig } from './load-config.ts';
+
+/** The outside world, as a running mode (local, in-cluster) provides it. */
+export interface ControllerIO {
+  /** Changes of the watched sets, each ending its initial list with `synced`. */
+  changes(watch: readonly WatchedResource[]): Observable<ResourceChange>;
+  endpoints$: Observable<readonly Endpoint[]>;
+  validator: Pick<Validator, 'validate'>;
+  deployTo(endpoint: Endpoint, deployment: Deployment): Observable<InstanceOutcome>;
+  /** Values merged over the configuration's own, e.g. from `--set`. */
+  values?: Readonly<Record<string, unknown>>;
+}
+
+/** The graph for one loaded configuration, with the real renderer and validator plugged in. */
+export function controllerGraph(loaded: LoadedConfig, io: ControllerIO): Observable<ControllerEvent> {
+  const { config, templates } = loaded;
+  const values = { ...config.values, ...io.values };
+  return graph(
+    { ...config.settings, watched: config.watch },
+    {
+      changes$: io.changes(config.watch),
+      endpoints$: io.endpoints$,
+      // Rendering is synchronous CPU work; defer runs it when the trigger is taken.
+      render: ({ resources }) => defer(() => of(renderTemplates(templates, { resources: Object.fromEntries(resources), values }))),
+      validate: (rendered: RenderedConfig) =>
+        fromAbortable((signal) => io.validator.validate(rendered, signal)).pipe(
+          map((result): ValidateOutcome => (result.ok ? { ok: true } : { ok: false, problems: result.problems })),
+        ),
+      deployTo: io.deployTo,
+    },
+  );
+}
