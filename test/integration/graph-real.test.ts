@@ -99,7 +99,7 @@ describe('controller with real templates, folder source and haproxy -c', () => {
   it('renders, validates with haproxy and deploys the initial state', async () => {
     await waitFor('DeploymentCompleted');
     assert.equal(deployed.length, 1);
-    assert.match(deployed[0]!.config.main, /backend be_demo_web[^\n]*\n  balance roundrobin\n  server s9001 127\.0\.0\.1:9001\n/);
+    assert.match(deployed[0]!.config.main, /backend be_demo_web[^\n]*\n {2}balance roundrobin\n {2}server s9001 127\.0\.0\.1:9001\n/);
     assert.equal(deployed[0]!.config.maps['hosts.map'], `web.example ${/backend (be_demo_web\S*)/.exec(deployed[0]!.config.main)![1]}\n`);
   });
 
