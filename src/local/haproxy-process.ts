@@ -1,0 +1,155 @@
+import { type ChildProcess, spawn } from 'node:child_process';
+import { readFile, rm } from 'node:fs/promises';
+import { join } from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { type ProcInfo, cliCommand, parseShowProc } from './master-cli.ts';
+
+export interface HaproxyProcessOptions {
+  bin: string;
+  /** Holds haproxy.cfg and its aux files; haproxy runs with it as working directory. */
+  stateDir: string;
+  startTimeoutMs?: number;
+  reloadTimeoutMs?: number;
+  /** Receives haproxy's own output, line by line. */
+  onOutput?: (line: string) => void;
+}
+
+export type ReloadResult = { ok: true } | { ok: false; message: string };
+
+const KEEP_LINES = 200;
+
+/**
+ * One haproxy in master-worker mode, driven through its master CLI: runtime
+ * commands go to the current worker (`@1 …`), reloads to the master. HAProxy 2.6's
+ * master `reload` answers nothing, so the outcome is read from `show proc`: the
+ * reload counter moves, and the failed counter with it when the new config was
+ * refused — haproxy's reasons are the ALERT lines it printed meanwhile.
+ */
+export class HaproxyProcess {
+  readonly masterSocket: string;
+  private readonly options: Required<Omit<HaproxyProcessOptions, 'onOutput'>> & Pick<HaproxyProcessOptions, 'onOutput'>;
+  private child: ChildProcess | undefined;
+  private exited: Promise<void> = Promise.resolve();
+  private output: string[] = [];
+  private outputSeq = 0;
+
+  constructor(options: HaproxyProcessOptions) {
+    this.options = { startTimeoutMs: 10_000, reloadTimeoutMs: 15_000, ...options };
+    this.masterSocket = join(options.stateDir, 'master.sock');
+  }
+
+  get running(): boolean {
+    return this.child !== undefined && this.child.exitCode === null && this.child.signalCode === null;
+  }
+
+  async start(): Promise<void> {
+    await this.killStale();
+    await rm(this.masterSocket, { force: true });
+    const child = spawn(this.options.bin, ['-W', '-S', this.masterSocket, '-f', 'haproxy.cfg', '-p', 'haproxy.pid'], {
+      cwd: this.options.stateDir,
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    this.child = child;
+    this.exited = new Promise((resolve) => child.once('exit', () => resolve()));
+    child.once('error', (err) => this.record(`cannot start ${this.options.bin}: ${err.message}`));
+    for (const stream of [child.stdout, child.stderr]) {
+      let partial = '';
+      stream?.setEncoding('utf8');
+      stream?.on('data', (chunk: string) => {
+        const lines = (partial + chunk).split('\n');
+        partial = lines.pop() ?? '';
+        for (const line of lines) if (line.trim()) this.record(line);
+      });
+    }
+    const deadline = Date.now() + this.options.startTimeoutMs;
+    while (Date.now() < deadline) {
+      if (!this.running) {
+        await this.exited;
+        throw new Error(`haproxy did not start: ${this.alerts(0) || this.output.slice(-5).join('\n') || `exit ${child.exitCode ?? child.signalCode}`}`);
+      }
+      const proc = await this.showProc().catch(() => undefined);
+      if (proc && proc.workers.length > 0) return;
+      await sleep(25);
+    }
+    await this.stop();
+    throw new Error(`haproxy did not start within ${this.options.startTimeoutMs} ms`);
+  }
+
+  /** Sends a runtime API command to the current worker. */
+  async runtime(command: string): Promise<string> {
+    return cliCommand(this.masterSocket, `@1 ${command}`);
+  }
+
+  async showProc(): Promise<ProcInfo> {
+    const info = parseShowProc(await cliCommand(this.masterSocket, 'show proc'));
+    if (!info) throw new Error('unexpected answer to show proc');
+    return info;
+  }
+
+  /** Reloads the configuration on disk and reports whether haproxy took it. */
+  async reload(): Promise<ReloadResult> {
+    const before = await this.showProc();
+    const mark = this.outputSeq;
+    // The master re-executes itself and drops the connection: no answer to wait for.
+    await cliCommand(this.masterSocket, 'reload').catch(() => '');
+    const deadline = Date.now() + this.options.reloadTimeoutMs;
+    while (Date.now() < deadline) {
+      await sleep(20);
+      const after = await this.showProc().catch(() => undefined);
+      if (!after || after.reloads <= before.reloads) continue;
+      if (after.failedReloads > before.failedReloads) return { ok: false, message: this.alerts(mark) || 'haproxy refused the new configuration' };
+      if (after.workers.some((w) => w.reloads === 0)) return { ok: true };
+    }
+    return { ok: false, message: `no reload confirmed within ${this.options.reloadTimeoutMs} ms` };
+  }
+
+  /** Stops haproxy and its workers: SIGTERM, then SIGKILL if it lingers. */
+  async stop(): Promise<void> {
+    const child = this.child;
+    if (!child || !this.running) return;
+    child.kill('SIGTERM');
+    const stopped = await Promise.race([this.exited.then(() => true), sleep(5_000).then(() => false)]);
+    if (!stopped) {
+      child.kill('SIGKILL');
+      await this.exited;
+    }
+  }
+
+  /** Recent output lines; for logs and failure messages. */
+  recentOutput(): readonly string[] {
+    return this.output;
+  }
+
+  private record(line: string): void {
+    this.output.push(line);
+    this.outputSeq++;
+    if (this.output.length > KEEP_LINES) this.output.shift();
+    this.options.onOutput?.(line);
+  }
+
+  /** ALERT lines printed since output number `mark`, without haproxy's pid prefix. */
+  private alerts(mark: number): string {
+    const fresh = this.output.slice(Math.max(0, this.output.length - (this.outputSeq - mark)));
+    return fresh
+      .filter((l) => l.includes('[ALERT]'))
+      .map((l) => l.replace(/^\[ALERT\]\s+\(\d+\)\s*:\s*/, '').replace(/^config\s*:\s*/, ''))
+      .join('\n');
+  }
+
+  /** A haproxy left behind by a previous run that was killed would hold the ports. */
+  private async killStale(): Promise<void> {
+    const pid = Number((await readFile(join(this.options.stateDir, 'haproxy.pid'), 'utf8').catch(() => '')).trim());
+    if (!Number.isInteger(pid) || pid <= 0) return;
+    try {
+      const cmdline = await readFile(`/proc/${pid}/cmdline`, 'utf8');
+      if (!cmdline.includes(this.masterSocket)) return;
+      process.kill(pid, 'SIGTERM');
+      for (let i = 0; i < 100; i++) {
+        await sleep(50);
+        process.kill(pid, 0);
+      }
+    } catch {
+      // Gone, or never ours.
+    }
+  }
+}

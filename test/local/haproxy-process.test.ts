@@ -1,0 +1,88 @@
+import assert from 'node:assert/strict';
+import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { after, before, describe, it } from 'node:test';
+import { HaproxyProcess } from '../../src/local/haproxy-process.ts';
+import { get, startEcho } from '../support/echo-backend.ts';
+import { freePort } from '../support/ports.ts';
+
+const config = (port: number, backendPort: number, extra = '') => `global
+  log stdout format raw local0
+defaults
+  mode http
+  timeout connect 1s
+  timeout client 5s
+  timeout server 5s
+frontend fe
+  bind 127.0.0.1:${port}
+  default_backend be
+backend be
+  balance roundrobin
+  server s1 127.0.0.1:${backendPort}
+${extra}`;
+
+describe('HaproxyProcess (real haproxy, master-worker)', () => {
+  let dir: string;
+  let port: number;
+  let haproxy: HaproxyProcess;
+  const echoes: Awaited<ReturnType<typeof startEcho>>[] = [];
+
+  before(async () => {
+    dir = await mkdtemp(join(tmpdir(), 'haprx-proc-'));
+    port = await freePort();
+    echoes.push(await startEcho('one'), await startEcho('two'));
+    await writeFile(join(dir, 'haproxy.cfg'), config(port, echoes[0]!.port));
+    haproxy = new HaproxyProcess({ bin: 'haproxy', stateDir: dir });
+    await haproxy.start();
+  });
+
+  after(async () => {
+    await haproxy.stop();
+    await Promise.all(echoes.map((e) => e.close()));
+    await rm(dir, { recursive: true, force: true });
+  });
+
+  it('starts and serves traffic', async () => {
+    assert.deepEqual(await get(port), { status: 200, body: 'one\n' });
+  });
+
+  it('sends runtime commands to the current worker', async () => {
+    const state = await haproxy.runtime('show servers state be');
+    assert.match(state, new RegExp(`be 1 s1 127\\.0\\.0\\.1 .* ${echoes[0]!.port} `));
+  });
+
+  it('confirms a successful reload through show proc', async () => {
+    const before = await haproxy.showProc();
+    await writeFile(join(dir, 'haproxy.cfg'), config(port, echoes[1]!.port));
+    assert.deepEqual(await haproxy.reload(), { ok: true });
+    const after = await haproxy.showProc();
+    assert.equal(after.reloads, before.reloads + 1);
+    assert.notDeepEqual(after.workers.map((w) => w.pid), before.workers.map((w) => w.pid));
+    assert.deepEqual(await get(port), { status: 200, body: 'two\n' });
+  });
+
+  it('reports a refused reload with haproxy own message, and keeps serving the old config', async () => {
+    await writeFile(join(dir, 'haproxy.cfg'), config(port, echoes[0]!.port, '  bogus-keyword\n'));
+    const result = await haproxy.reload();
+    assert.equal(result.ok, false);
+    assert.match((result as { message: string }).message, /parsing \[haproxy\.cfg:14\] : unknown keyword 'bogus-keyword' in 'backend' section/);
+    assert.deepEqual(await get(port), { status: 200, body: 'two\n' });
+  });
+
+  it('stops haproxy and every worker', async () => {
+    const pid = Number((await readFile(join(dir, 'haproxy.pid'), 'utf8')).trim());
+    const workers = (await haproxy.showProc()).workers.map((w) => w.pid);
+    await haproxy.stop();
+    for (const p of [pid, ...workers]) assert.throws(() => process.kill(p, 0), /ESRCH/, `process ${p} is gone`);
+    await assert.rejects(get(port));
+  });
+
+  it('fails to start on a config haproxy refuses, with its message', async () => {
+    const bad = await mkdtemp(join(tmpdir(), 'haprx-proc-bad-'));
+    after(() => rm(bad, { recursive: true, force: true }));
+    await writeFile(join(bad, 'haproxy.cfg'), 'global\n  nonsense-directive\n');
+    const p = new HaproxyProcess({ bin: 'haproxy', stateDir: bad });
+    await assert.rejects(p.start(), /haproxy did not start: .*unknown keyword 'nonsense-directive'/s);
+  });
+});
