@@ -1,0 +1,105 @@
+import type { MapEntry } from './map-file.ts';
+import type { ServerState } from './plan-server-options.ts';
+
+export type { ServerState };
+
+/** A server of a backend (or listen section), by name. */
+export interface ServerRef {
+  backend: string;
+  server: string;
+}
+
+/** Creates a server (haproxy creates it in maintenance), then brings it to `state`. */
+export interface ServerAddOp extends ServerRef {
+  kind: 'server-add';
+  /** The address exactly as the configuration writes it. */
+  address: string;
+  /** The effective settings, weight included, as words for `add server`. */
+  args: string[];
+  state: ServerState;
+  /** `check` is set: health checks start disabled on added servers and must be enabled. */
+  health: boolean;
+  /** `agent-check` is set: likewise for the agent. */
+  agent: boolean;
+}
+
+export interface ServerAddrOp extends ServerRef {
+  kind: 'server-addr';
+  /** IP literal, without brackets. */
+  host: string;
+  port: number;
+}
+
+export interface ServerWeightOp extends ServerRef {
+  kind: 'server-weight';
+  weight: number;
+}
+
+export interface ServerStateOp extends ServerRef {
+  kind: 'server-state';
+  state: ServerState;
+}
+
+/** Puts the server in maintenance, then deletes it; haproxy refuses while connections remain. */
+export interface ServerDelOp extends ServerRef {
+  kind: 'server-del';
+  /** The agent must be stopped first, or it may bring the server back out of maintenance. */
+  agent: boolean;
+}
+
+/**
+ * A map as the running haproxy knows it: `map` is the file name in
+ * RenderedConfig.maps, `ref` is the name haproxy gives it, which is the path
+ * exactly as the configuration spells it (e.g. `maps/hosts.map`).
+ */
+export interface MapRef {
+  map: string;
+  ref: string;
+}
+
+export interface MapAddOp extends MapRef {
+  kind: 'map-add';
+  key: string;
+  value: string;
+}
+
+export interface MapSetOp extends MapRef {
+  kind: 'map-set';
+  key: string;
+  value: string;
+}
+
+export interface MapDelOp extends MapRef {
+  kind: 'map-del';
+  key: string;
+}
+
+/** Replaces every entry at once, keeping file order (prepare / add @version / commit). */
+export interface MapReplaceOp extends MapRef {
+  kind: 'map-replace';
+  entries: MapEntry[];
+}
+
+export type RuntimeOp =
+  | ServerAddOp
+  | ServerAddrOp
+  | ServerWeightOp
+  | ServerStateOp
+  | ServerDelOp
+  | MapAddOp
+  | MapSetOp
+  | MapDelOp
+  | MapReplaceOp;
+
+export type Plan =
+  | { kind: 'none' }
+  | { kind: 'runtime'; ops: RuntimeOp[] }
+  | {
+      kind: 'reload';
+      reasons: string[];
+      /**
+       * What the configuration cannot say by itself and must be applied to the
+       * new process once it runs: servers marked for draining.
+       */
+      after: RuntimeOp[];
+    };

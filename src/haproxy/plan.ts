@@ -1,0 +1,180 @@
+/**
+ * The deployment plan: what a running haproxy needs to go from one rendered
+ * configuration to the next, i.e. nothing, runtime API operations, or a reload.
+ * The deployer writes the new files in every case, so that a later reload or
+ * restart finds them; the plan only says what the running process needs.
+ *
+ * Runtime operations are planned only where they leave the process as a fresh
+ * start on the new files would be (same servers with the same address, port,
+ * weight, state and settings; same map entries in the same order), which the
+ * integration tests check against haproxy 2.6:
+ * - servers added to or removed from a backend (or listen section), or given a
+ *   new address/port, weight or state, when its other lines are unchanged;
+ * - entries added, changed or deleted in a map file present on both sides.
+ * Everything else reloads, with reasons naming what changed.
+ *
+ * How templates should write backends so that endpoint changes never reload:
+ * - one plain `server <name> <ip>:<port> [settings]` line per endpoint; no
+ *   `server-template` slots, so there is no slot limit;
+ * - a dynamic algorithm: roundrobin (the default), leastconn, random, or
+ *   hashing with `hash-type consistent`; `first` only with an explicit `id` on
+ *   every server, since it orders servers by id;
+ * - IP literals, not names: an added server never resolves names;
+ * - only settings `add server` accepts (RUNTIME_SERVER_KEYWORDS), with files
+ *   (crt, ca-file, crl-file) already loaded by the running configuration.
+ *   `default-server` lines are fine: added servers get them merged in, since
+ *   `add server` ignores them; but editing one changes every server, a reload;
+ * - state: `disabled` means maintenance. Drain is a trailing comment holding
+ *   the word `haprx:drain` on the server line: haproxy 2.6 has no setting to
+ *   start a server drained, so a reload plan lists the drains to apply to the
+ *   new process in `after`. `weight 0` is not drain: it is a weight, which a
+ *   fresh start reproduces, while drain keeps the weight and still admits
+ *   persistent sessions.
+ * - maps: append new keys at the end and keep the order of the others, so
+ *   that entries are updated one by one; any other change replaces the whole
+ *   map atomically, which is also fine.
+ */
+import type { HaproxyConfig, Section } from './config.ts';
+import { parseConfig } from './config.ts';
+import type { RenderedConfig } from '../templating/rendered.ts';
+import { compareStrings, diffLines, lineKey, sectionLabel } from './plan-config.ts';
+import { planMap } from './plan-maps.ts';
+import { collectServers, planServers, runningFacts } from './plan-servers.ts';
+import type { Plan, RuntimeOp, ServerAddOp, ServerDelOp, ServerRef, ServerStateOp } from './plan-types.ts';
+
+export type * from './plan-types.ts';
+export type { MapEntry } from './map-file.ts';
+export { DRAIN_MARKER } from './plan-servers.ts';
+export { RUNTIME_SERVER_KEYWORDS, SERVER_KEYWORDS } from './plan-server-options.ts';
+
+const SERVER_SECTIONS: ReadonlySet<string> = new Set(['backend', 'listen']);
+
+function auxReasons(what: string, before: Readonly<Record<string, string>>, after: Readonly<Record<string, string>>): string[] {
+  const names = [...new Set([...Object.keys(before), ...Object.keys(after)])].sort(compareStrings);
+  const reasons: string[] = [];
+  for (const name of names) {
+    const a = before[name];
+    const b = after[name];
+    if (a === undefined) reasons.push(`${what} ${name} is new`);
+    else if (b === undefined) reasons.push(`${what} ${name} was removed`);
+    else if (a !== b) reasons.push(`${what} ${name} changed`);
+  }
+  return reasons;
+}
+
+/** Pairs sections by type, name and occurrence (anonymous defaults sections may repeat). */
+function sectionKeys(config: HaproxyConfig): string[] {
+  const seen = new Map<string, number>();
+  return config.sections.map((s) => {
+    const key = `${s.type} ${s.name}`;
+    const n = seen.get(key) ?? 0;
+    seen.set(key, n + 1);
+    return `${key}#${n}`;
+  });
+}
+
+const byServer = (a: ServerRef, b: ServerRef) => compareStrings(a.backend, b.backend) || compareStrings(a.server, b.server);
+
+/** Servers marked for draining, which no configuration line can express. */
+function drainOps(config: HaproxyConfig, source: string[]): ServerStateOp[] {
+  const ops: ServerStateOp[] = [];
+  for (const section of config.sections) {
+    if (!SERVER_SECTIONS.has(section.type)) continue;
+    for (const s of collectServers(config, section, source)) {
+      if (s.state === 'drain') ops.push({ kind: 'server-state', backend: section.name, server: s.name, state: 'drain' });
+    }
+  }
+  return ops.sort(byServer);
+}
+
+export function planDeployment(previous: RenderedConfig | undefined, next: RenderedConfig): Plan {
+  const nextSource = next.main.split('\n');
+  const nextConfig = parseConfig(next.main);
+  const after = drainOps(nextConfig, nextSource);
+  if (previous === undefined) return { kind: 'reload', reasons: ['nothing is deployed yet'], after };
+  if (previous.hash === next.hash && previous.hash !== '') return { kind: 'none' };
+
+  const reasons: string[] = [
+    ...auxReasons('certificate', previous.certs, next.certs),
+    ...auxReasons('file', previous.files, next.files),
+  ];
+  for (const name of Object.keys({ ...previous.maps, ...next.maps }).sort(compareStrings)) {
+    if (previous.maps[name] === undefined) reasons.push(`map ${name} is new`);
+    else if (next.maps[name] === undefined) reasons.push(`map ${name} was removed`);
+  }
+
+  const prevSource = previous.main.split('\n');
+  const prevConfig = parseConfig(previous.main);
+  for (const [config, which] of [[prevConfig, 'previous'], [nextConfig, 'new']] as const) {
+    for (const e of config.errors) reasons.push(`the ${which} haproxy.cfg cannot be read at line ${e.line}: ${e.message}`);
+  }
+  reasons.push(...diffLines('lines before the first section', prevConfig.orphans, nextConfig.orphans));
+
+  const prevKeys = sectionKeys(prevConfig);
+  const nextKeys = sectionKeys(nextConfig);
+  const prevIndex = new Map(prevKeys.map((k, i) => [k, i]));
+  const nextIndex = new Map(nextKeys.map((k, i) => [k, i]));
+  nextKeys.forEach((k, i) => {
+    if (!prevIndex.has(k)) reasons.push(`${sectionLabel(nextConfig.sections[i]!)} is new`);
+  });
+  prevKeys.forEach((k, i) => {
+    if (!nextIndex.has(k)) reasons.push(`${sectionLabel(prevConfig.sections[i]!)} was removed`);
+  });
+  const common = nextKeys.filter((k) => prevIndex.has(k));
+  if (common.join('\n') !== prevKeys.filter((k) => nextIndex.has(k)).join('\n')) {
+    // Order decides which defaults section a proxy inherits from.
+    reasons.push('the order of sections changed');
+  }
+
+  const running = runningFacts(prevConfig);
+  const adds: ServerAddOp[] = [];
+  const changes: (RuntimeOp & ServerRef)[][] = [];
+  const dels: ServerDelOp[] = [];
+  for (const key of common) {
+    const before: Section = prevConfig.sections[prevIndex.get(key)!]!;
+    const after_: Section = nextConfig.sections[nextIndex.get(key)!]!;
+    const label = sectionLabel(after_);
+    if (lineKey(before.header) !== lineKey(after_.header)) {
+      reasons.push(`${label}: header "${before.header.text}" changed to "${after_.header.text}"`);
+      continue;
+    }
+    if (!SERVER_SECTIONS.has(after_.type)) {
+      reasons.push(...diffLines(label, before.lines, after_.lines));
+      continue;
+    }
+    const others = diffLines(label, before.lines.filter((l) => l.keyword !== 'server'), after_.lines.filter((l) => l.keyword !== 'server'));
+    if (others.length > 0) {
+      reasons.push(...others);
+      continue;
+    }
+    const servers = planServers(
+      after_,
+      collectServers(prevConfig, before, prevSource),
+      collectServers(nextConfig, after_, nextSource),
+      nextConfig,
+      running,
+    );
+    reasons.push(...servers.reasons);
+    adds.push(...servers.adds);
+    changes.push(...servers.changes);
+    dels.push(...servers.dels);
+  }
+
+  const mapOps: RuntimeOp[] = [];
+  for (const name of Object.keys(next.maps).sort(compareStrings)) {
+    const before = previous.maps[name];
+    const content = next.maps[name]!;
+    if (before === undefined || before === content) continue;
+    const map = planMap(name, before, content, nextConfig);
+    reasons.push(...map.reasons);
+    mapOps.push(...map.ops);
+  }
+
+  if (reasons.length > 0) return { kind: 'reload', reasons, after };
+  // New capacity first, then changes and routing, removals last.
+  adds.sort(byServer);
+  changes.sort((a, b) => byServer(a[0]!, b[0]!));
+  dels.sort(byServer);
+  const ops = [...adds, ...changes.flat(), ...mapOps, ...dels];
+  return ops.length === 0 ? { kind: 'none' } : { kind: 'runtime', ops };
+}
