@@ -1,0 +1,116 @@
+import assert from 'node:assert/strict';
+import { mkdtemp, readFile, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { after, before, describe, it } from 'node:test';
+import { LocalTarget } from '../../src/local/target.ts';
+import { type RenderedConfig, sealRendered } from '../../src/templating/rendered.ts';
+import { get, startEcho } from '../support/echo-backend.ts';
+import { freePort } from '../support/ports.ts';
+
+/** A front end routing by Host through a map, and one backend per name with its servers. */
+function config(port: number, backends: Record<string, number[]>, hosts: Record<string, string>, extra = ''): RenderedConfig {
+  const main = [
+    'global',
+    '  maxconn 256',
+    'defaults',
+    '  mode http',
+    '  timeout connect 1s',
+    '  timeout client 5s',
+    '  timeout server 5s',
+    'frontend fe',
+    `  bind 127.0.0.1:${port}`,
+    '  use_backend %[req.hdr(host),field(1,:),lower,map(maps/hosts.map,be_none)]',
+    'backend be_none',
+    '  http-request return status 404',
+    ...Object.entries(backends).flatMap(([name, ports]) => [`backend ${name}`, '  balance roundrobin', ...ports.map((p) => `  server s${p} 127.0.0.1:${p}`)]),
+    extra,
+  ].join('\n');
+  const map = Object.entries(hosts).map(([host, backend]) => `${host} ${backend}\n`).join('');
+  return sealRendered({ main, maps: { 'hosts.map': map }, files: {}, certs: {} });
+}
+
+describe('LocalTarget (real haproxy)', () => {
+  let dir: string;
+  let port: number;
+  let target: LocalTarget;
+  const steps: string[] = [];
+  const echo: Record<string, Awaited<ReturnType<typeof startEcho>>> = {};
+  const reloads = async () => (await target.haproxy.showProc()).reloads;
+
+  before(async () => {
+    dir = await mkdtemp(join(tmpdir(), 'haprx-target-'));
+    port = await freePort();
+    for (const name of ['a1', 'a2', 'b1']) echo[name] = await startEcho(name);
+    target = new LocalTarget({ bin: 'haproxy', stateDir: dir, onStep: (s) => steps.push(`${s.kind}: ${s.detail}`) });
+  });
+
+  after(async () => {
+    await target.stop();
+    await Promise.all(Object.values(echo).map((e) => e.close()));
+    await rm(dir, { recursive: true, force: true });
+  });
+
+  it('starts haproxy with the first configuration', async () => {
+    const outcome = await target.deploy(config(port, { be_a: [echo.a1!.port] }, { 'a.test': 'be_a' }));
+    assert.deepEqual(outcome, { ok: true, reloaded: true, runtimeOps: 0 });
+    assert.deepEqual(await get(port, '/', 'a.test'), { status: 200, body: 'a1\n' });
+  });
+
+  it('adds an endpoint at runtime: traffic reaches it and haproxy does not reload', async () => {
+    const before = await reloads();
+    const outcome = await target.deploy(config(port, { be_a: [echo.a1!.port, echo.a2!.port] }, { 'a.test': 'be_a' }));
+    assert.deepEqual(outcome, { ok: true, reloaded: false, runtimeOps: 1 });
+    const bodies = new Set<string>();
+    for (let i = 0; i < 6; i++) bodies.add((await get(port, '/', 'a.test')).body);
+    assert.deepEqual([...bodies].sort(), ['a1\n', 'a2\n']);
+    assert.equal(await reloads(), before);
+    assert.match(await readFile(join(dir, 'haproxy.cfg'), 'utf8'), new RegExp(`server s${echo.a2!.port} `), 'the files on disk follow');
+  });
+
+  it('routes a new host to an existing backend through the map, without a reload', async () => {
+    const before = await reloads();
+    const outcome = await target.deploy(config(port, { be_a: [echo.a1!.port, echo.a2!.port] }, { 'a.test': 'be_a', 'alias.test': 'be_a' }));
+    assert.equal(outcome.reloaded, false);
+    assert.equal((await get(port, '/', 'alias.test')).status, 200);
+    assert.equal(await reloads(), before);
+    assert.equal(await readFile(join(dir, 'maps', 'hosts.map'), 'utf8'), 'a.test be_a\nalias.test be_a\n');
+  });
+
+  it('reloads once for a new backend', async () => {
+    const before = await reloads();
+    const outcome = await target.deploy(
+      config(port, { be_a: [echo.a1!.port, echo.a2!.port], be_b: [echo.b1!.port] }, { 'a.test': 'be_a', 'alias.test': 'be_a', 'b.test': 'be_b' }),
+    );
+    assert.deepEqual(outcome, { ok: true, reloaded: true, runtimeOps: 0 });
+    assert.equal(await reloads(), before + 1);
+    assert.deepEqual(await get(port, '/', 'b.test'), { status: 200, body: 'b1\n' });
+  });
+
+  it('removes an endpoint at runtime', async () => {
+    const before = await reloads();
+    const outcome = await target.deploy(
+      config(port, { be_a: [echo.a2!.port], be_b: [echo.b1!.port] }, { 'a.test': 'be_a', 'alias.test': 'be_a', 'b.test': 'be_b' }),
+    );
+    assert.deepEqual(outcome, { ok: true, reloaded: false, runtimeOps: 1 });
+    for (let i = 0; i < 4; i++) assert.equal((await get(port, '/', 'a.test')).body, 'a2\n');
+    assert.equal(await reloads(), before);
+  });
+
+  it('reports a refused reload with haproxy message, restores the files and keeps serving', async () => {
+    const good = target.current!;
+    const outcome = await target.deploy(config(port, { be_a: [echo.a2!.port] }, { 'a.test': 'be_a' }, 'backend broken\n  bogus-directive'));
+    assert.equal(outcome.ok, false);
+    assert.equal(outcome.reloaded, false);
+    assert.match(outcome.error!, /unknown keyword 'bogus-directive'/);
+    assert.equal(await readFile(join(dir, 'haproxy.cfg'), 'utf8'), good.main, 'the previous config is back on disk');
+    assert.equal(target.current, good);
+    assert.equal((await get(port, '/', 'b.test')).body, 'b1\n');
+  });
+
+  it('does nothing for the configuration already running', async () => {
+    const before = await reloads();
+    assert.deepEqual(await target.deploy(target.current!), { ok: true, reloaded: false, runtimeOps: 0 });
+    assert.equal(await reloads(), before);
+  });
+});
