@@ -1,0 +1,98 @@
+import assert from 'node:assert/strict';
+import { describe, it } from 'node:test';
+import type { RuntimeOp } from '../../src/haproxy/plan.ts';
+import {
+  escapeCliWord,
+  parsePreparedVersion,
+  prepareMapCommand,
+  replySucceeded,
+  runtimeCommands,
+} from '../../src/haproxy/runtime-commands.ts';
+
+const target = { map: 'hosts.map', ref: 'maps/hosts.map' };
+const ref = { backend: 'be_web', server: 's1' };
+
+describe('escapeCliWord', () => {
+  it('leaves ordinary words alone', () => {
+    assert.equal(escapeCliWord('be_web/s1'), 'be_web/s1');
+    assert.equal(escapeCliWord('#hash'), '#hash');
+  });
+
+  it('escapes backslash, semicolon, space and tab', () => {
+    assert.equal(escapeCliWord('a b;c\\d\te'), 'a\\ b\\;c\\\\d\\\te');
+  });
+
+  it('refuses what the CLI cannot carry', () => {
+    assert.throws(() => escapeCliWord(''), RangeError);
+    assert.throws(() => escapeCliWord('a\nb'), RangeError);
+    assert.throws(() => escapeCliWord('a\rb'), RangeError);
+  });
+});
+
+describe('runtimeCommands', () => {
+  const cases: [string, RuntimeOp, string[]][] = [
+    [
+      'adds a server and enables it',
+      { kind: 'server-add', ...ref, address: '10.0.0.1:80', args: ['maxconn', '50', 'weight', '20'], state: 'ready', health: false, agent: false },
+      ['add server be_web/s1 10.0.0.1:80 maxconn 50 weight 20', 'enable server be_web/s1'],
+    ],
+    [
+      'adds a server with checks and an agent, then drains it',
+      { kind: 'server-add', ...ref, address: '10.0.0.1:80', args: ['check', 'agent-check', 'agent-port', '99'], state: 'drain', health: true, agent: true },
+      ['add server be_web/s1 10.0.0.1:80 check agent-check agent-port 99', 'enable health be_web/s1', 'enable agent be_web/s1', 'set server be_web/s1 state drain'],
+    ],
+    [
+      'adds a server left in maintenance',
+      { kind: 'server-add', ...ref, address: '10.0.0.1:80', args: ['agent-send', 'hello world'], state: 'maint', health: false, agent: false },
+      ['add server be_web/s1 10.0.0.1:80 agent-send hello\\ world'],
+    ],
+    ['re-addresses', { kind: 'server-addr', ...ref, host: '2001:db8::2', port: 81 }, ['set server be_web/s1 addr 2001:db8::2 port 81']],
+    ['re-weights', { kind: 'server-weight', ...ref, weight: 0 }, ['set server be_web/s1 weight 0']],
+    ['sets the state', { kind: 'server-state', ...ref, state: 'maint' }, ['set server be_web/s1 state maint']],
+    ['puts in maintenance before deleting', { kind: 'server-del', ...ref, agent: false }, ['set server be_web/s1 state maint', 'del server be_web/s1']],
+    ['stops the agent first', { kind: 'server-del', ...ref, agent: true }, ['disable agent be_web/s1', 'set server be_web/s1 state maint', 'del server be_web/s1']],
+    ['adds a map entry, escaping its value', { kind: 'map-add', ...target, key: '^/a\\.b', value: 'be web;x' }, ['add map maps/hosts.map ^/a\\\\.b be\\ web\\;x']],
+    ['sets a map entry', { kind: 'map-set', ...target, key: 'a.example', value: 'be_api' }, ['set map maps/hosts.map a.example be_api']],
+    ['deletes a map entry', { kind: 'map-del', ...target, key: 'a.example' }, ['del map maps/hosts.map a.example']],
+  ];
+  for (const [what, op, expected] of cases) {
+    it(what, () => assert.deepEqual(runtimeCommands(op), expected));
+  }
+
+  it('fills a prepared map version and commits it', () => {
+    const op: RuntimeOp = {
+      kind: 'map-replace',
+      ...target,
+      entries: [
+        { key: 'b', value: '2 two', line: 1 },
+        { key: 'a', value: '1', line: 2 },
+      ],
+    };
+    assert.equal(prepareMapCommand(op), 'prepare map maps/hosts.map');
+    assert.deepEqual(runtimeCommands(op, { mapVersion: 7 }), [
+      'add map @7 maps/hosts.map b 2\\ two',
+      'add map @7 maps/hosts.map a 1',
+      'commit map @7 maps/hosts.map',
+    ]);
+    assert.throws(() => runtimeCommands(op), /needs the version/);
+  });
+});
+
+describe('replies', () => {
+  it('reads the prepared version', () => {
+    assert.equal(parsePreparedVersion('New version created: 12\n\n'), 12);
+    assert.equal(parsePreparedVersion('Unknown map identifier. Please use #<id> or <file>.\n'), undefined);
+  });
+
+  it('tells success from failure', () => {
+    assert.equal(replySucceeded('add server be/s 10.0.0.1:80', 'New server registered.\n'), true);
+    assert.equal(replySucceeded('add server be/s 10.0.0.1:80', 'Backend must use a dynamic load balancing to support dynamic servers.\n'), false);
+    assert.equal(replySucceeded('del server be/s', 'Server deleted.'), true);
+    assert.equal(replySucceeded('del server be/s', 'Server still has connections attached to it, cannot remove it.'), false);
+    assert.equal(replySucceeded('set server be/s addr 10.0.0.2 port 80', "IP changed from '10.0.0.1' to '10.0.0.2' by 'stats socket command'\n"), true);
+    assert.equal(replySucceeded('set server be/s addr 10.0.0.2 port 80', 'No such server.\n'), false);
+    assert.equal(replySucceeded('enable server be/s', '\n'), true);
+    assert.equal(replySucceeded('set map maps/a.map k v', 'entry not found.\n'), false);
+    assert.equal(replySucceeded('prepare map maps/a.map', 'New version created: 1\n'), true);
+  });
+});
