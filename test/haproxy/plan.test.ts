@@ -156,7 +156,7 @@ describe('planDeployment: servers at runtime', () => {
     });
     const ops = runtimeOps(planDeployment(prev, next));
     assert.deepEqual(
-      ops.map((op) => `${op.kind} ${'backend' in op ? `${op.backend}/${op.server}` : op.key}`),
+      ops.map((op) => `${op.kind} ${'backend' in op ? `${op.backend}/${op.server}` : 'key' in op ? op.key : op.ref}`),
       [
         'server-add be_api/a0',
         'server-add be_web/s0',

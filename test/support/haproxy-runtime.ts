@@ -86,7 +86,7 @@ export async function startHaproxy(files: RenderedFiles): Promise<RunningHaproxy
     } catch (error) {
       if (Date.now() > deadline) {
         await stop();
-        throw new Error(`haproxy did not answer on its socket: ${String(error)}\n${stderr}`);
+        throw new Error(`haproxy did not answer on its socket:\n${stderr}`, { cause: error });
       }
       await sleep(25);
     }
