@@ -1,0 +1,89 @@
+import type { ControllerEvent, InstanceResult } from '../events.ts';
+
+export type LogLevel = 'debug' | 'info' | 'warn' | 'error';
+
+export interface LogLine {
+  level: LogLevel;
+  msg: string;
+  /** Structured fields for JSON logs; never object contents or credentials. */
+  fields: Record<string, unknown>;
+}
+
+const MAX_PROBLEMS = 3;
+
+/**
+ * One short line per lifecycle event: what changed, what was deployed where, how
+ * long it took, and why something failed. Pure, so it is tested on its own.
+ */
+export function logLine(event: ControllerEvent): LogLine {
+  switch (event.type) {
+    case 'ConfigAccepted':
+      return { level: 'info', msg: `controller configuration loaded (generation ${event.generation})`, fields: { generation: event.generation } };
+    case 'ConfigRejected':
+      return { level: 'warn', msg: `controller configuration rejected, the previous one keeps running: ${event.path}: ${event.message}`, fields: { path: event.path } };
+    case 'SourceProblem':
+      return {
+        level: 'warn',
+        msg: `${event.source}${event.line !== undefined ? `:${event.line}` : ''}: ${event.message}`,
+        fields: { source: event.source, ...(event.resource !== undefined && { resource: event.resource }) },
+      };
+    case 'ReconcileTriggered': {
+      const { seq, cause } = event.reconcile;
+      const what = cause.changes.slice(0, 3).map((c) => `${c.type} ${c.kind ?? c.resource} ${c.namespace ? `${c.namespace}/` : ''}${c.name ?? ''}`.trim());
+      const more = cause.changes.length > 3 ? ` and ${cause.changes.length - 3} more` : '';
+      return {
+        level: 'debug',
+        msg: `reconcile #${seq} (${cause.reason}${what.length ? `: ${what.join(', ')}${more}` : ''})`,
+        fields: { reconcile: seq, reason: cause.reason, changes: cause.changes.length },
+      };
+    }
+    case 'Rendered':
+      return { level: 'debug', msg: `rendered in ${event.durationMs} ms`, fields: { reconcile: event.reconcile.seq, hash: event.config.hash.slice(0, 12), durationMs: event.durationMs } };
+    case 'RenderUnchanged':
+      return { level: 'debug', msg: 'rendered, nothing changed', fields: { reconcile: event.reconcile.seq, durationMs: event.durationMs } };
+    case 'RenderFailed': {
+      const { template, line, message } = event.error;
+      return { level: 'error', msg: `render failed at ${template}${line !== undefined ? `:${line}` : ''}: ${message}`, fields: { reconcile: event.reconcile.seq, template } };
+    }
+    case 'Validated':
+      return { level: 'debug', msg: `valid (checked in ${event.durationMs} ms)`, fields: { reconcile: event.reconcile.seq, hash: event.config.hash.slice(0, 12), durationMs: event.durationMs } };
+    case 'ValidationFailed': {
+      const shown = event.problems.slice(0, MAX_PROBLEMS).map((p) => `${p.file}${p.line !== undefined ? `:${p.line}` : ''}: ${p.message.split('\n')[0]}`);
+      const more = event.problems.length > MAX_PROBLEMS ? ` (and ${event.problems.length - MAX_PROBLEMS} more)` : '';
+      return {
+        level: 'error',
+        msg: `configuration refused by haproxy, the last good one stays live: ${shown.join('; ')}${more}`,
+        fields: { reconcile: event.reconcile.seq, problems: event.problems.length },
+      };
+    }
+    case 'DeploymentStarted': {
+      const d = event.deployment;
+      return {
+        level: 'debug',
+        msg: `deployment #${d.id} (${d.reason}) to ${d.endpoints.length} instance(s), waited ${d.startedAt - d.queuedAt} ms`,
+        fields: { deployment: d.id, reason: d.reason, waitedMs: d.startedAt - d.queuedAt },
+      };
+    }
+    case 'InstanceDeployed':
+      return { level: 'info', msg: `deployed to ${event.result.endpoint.id}: ${how(event.result)} in ${event.result.durationMs} ms`, fields: resultFields(event.deployment.id, event.result) };
+    case 'InstanceDeployFailed':
+      return { level: 'error', msg: `deployment to ${event.result.endpoint.id} failed: ${event.result.error ?? 'unknown error'}`, fields: resultFields(event.deployment.id, event.result) };
+    case 'DeploymentCompleted': {
+      const ok = event.results.filter((r) => r.ok).length;
+      return {
+        level: ok === event.results.length ? 'debug' : 'warn',
+        msg: `deployment #${event.deployment.id} done: ${ok}/${event.results.length} instance(s) in ${event.durationMs} ms`,
+        fields: { deployment: event.deployment.id, ok, failed: event.results.length - ok, durationMs: event.durationMs },
+      };
+    }
+  }
+}
+
+function how(result: InstanceResult): string {
+  if (result.reloaded) return result.runtimeOps > 0 ? `reloaded, then ${result.runtimeOps} runtime change(s)` : 'reloaded';
+  return result.runtimeOps > 0 ? `${result.runtimeOps} runtime change(s), no reload` : 'already up to date';
+}
+
+function resultFields(deployment: number, result: InstanceResult): Record<string, unknown> {
+  return { deployment, endpoint: result.endpoint.id, reloaded: result.reloaded, runtimeOps: result.runtimeOps, durationMs: result.durationMs };
+}
