@@ -95,6 +95,8 @@ const flat = (groups: readonly OptionGroup[]) => groups.flat();
 
 export interface ServerPlan {
   reasons: string[];
+  /** Deletes that must run before the adds: an added server takes the id they free. */
+  earlyDels: ServerDelOp[];
   /** Per server, in the order they must run; the caller arranges servers into phases. */
   adds: ServerAddOp[];
   changes: (RuntimeOp & ServerRef)[][];
@@ -131,7 +133,7 @@ export function planServers(
 ): ServerPlan {
   const label = sectionLabel(section);
   const backend = section.name;
-  const plan: ServerPlan = { reasons: [], adds: [], changes: [], dels: [] };
+  const plan: ServerPlan = { reasons: [], earlyDels: [], adds: [], changes: [], dels: [] };
   const fail = (reason: string) => plan.reasons.push(`${label}: ${reason}`);
   const byName = (list: ServerDecl[], which: string) => {
     const map = new Map<string, ServerDecl>();
@@ -158,8 +160,21 @@ export function planServers(
     }
   }
 
+  // Ids the running process gave servers are only known when every server carries one.
+  const allIds = [...before, ...after].every((s) => s.explicitId);
+  const idOf = (s: ServerDecl) => s.effective?.settings.findLast((g) => g[0] === 'id')?.[1];
+  const takenIds = new Set<string>();
+
   for (const name of added) {
     const decl = next.get(name)!;
+    const id = idOf(decl);
+    if (id !== undefined) {
+      if (!allIds) {
+        fail(`server ${name} cannot be added at runtime: its "id ${id}" may be taken by an id the running process assigned (give every server an id)`);
+        continue;
+      }
+      takenIds.add(id);
+    }
     const settings = decl.effective?.settings ?? [];
     const weight = decl.effective?.weight ?? '1';
     const op: ServerAddOp = {
@@ -182,7 +197,8 @@ export function planServers(
     if (running.tracked.has(`${backend}/${name}`)) fail(`server ${name} cannot be deleted at runtime: another server tracks it`);
     else {
       const agent = (decl.effective?.settings ?? []).some((g) => g[0] === 'agent-check');
-      plan.dels.push({ kind: 'server-del', backend, server: name, agent });
+      const id = idOf(decl);
+      (id !== undefined && takenIds.has(id) ? plan.earlyDels : plan.dels).push({ kind: 'server-del', backend, server: name, agent });
     }
   }
 

@@ -9,7 +9,12 @@ export interface ServerRef {
   server: string;
 }
 
-/** Creates a server (haproxy creates it in maintenance), then brings it to `state`. */
+/**
+ * Creates a server (in maintenance), enables its checks, then brings it to
+ * `state`. One difference from a fresh start remains: a server added in
+ * maintenance runs its health checks, where a fresh start pauses them until
+ * the server leaves maintenance.
+ */
 export interface ServerAddOp extends ServerRef {
   kind: 'server-add';
   /** The address exactly as the configuration writes it. */

@@ -127,6 +127,7 @@ export function planDeployment(previous: RenderedConfig | undefined, next: Rende
   }
 
   const running = runningFacts(prevConfig);
+  const earlyDels: ServerDelOp[] = [];
   const adds: ServerAddOp[] = [];
   const changes: (RuntimeOp & ServerRef)[][] = [];
   const dels: ServerDelOp[] = [];
@@ -155,6 +156,7 @@ export function planDeployment(previous: RenderedConfig | undefined, next: Rende
       running,
     );
     reasons.push(...servers.reasons);
+    earlyDels.push(...servers.earlyDels);
     adds.push(...servers.adds);
     changes.push(...servers.changes);
     dels.push(...servers.dels);
@@ -171,10 +173,11 @@ export function planDeployment(previous: RenderedConfig | undefined, next: Rende
   }
 
   if (reasons.length > 0) return { kind: 'reload', reasons, after };
-  // New capacity first, then changes and routing, removals last.
+  // New capacity first (after deletes that free an id it takes), then changes and routing, removals last.
+  earlyDels.sort(byServer);
   adds.sort(byServer);
   changes.sort((a, b) => byServer(a[0]!, b[0]!));
   dels.sort(byServer);
-  const ops = [...adds, ...changes.flat(), ...mapOps, ...dels];
+  const ops = [...earlyDels, ...adds, ...changes.flat(), ...mapOps, ...dels];
   return ops.length === 0 ? { kind: 'none' } : { kind: 'runtime', ops };
 }

@@ -324,6 +324,20 @@ describe('planDeployment: backends that need a reload for server changes', () =>
     assert.deepEqual(runtimeOps(planDeployment(prevIds, nextIds)).map((op) => op.kind), ['server-add', 'server-del']);
   });
 
+  it('deletes a server before adding one that takes its id', () => {
+    const prev = rendered({ servers: s('server s1 10.0.0.1:80 id 1', 'server s2 10.0.0.2:80 id 2', 'server s3 10.0.0.3:80 id 3') });
+    const next = rendered({ servers: s('server s1 10.0.0.1:80 id 1', 'server s4 10.0.0.4:80 id 2', 'server s5 10.0.0.5:80 id 9') });
+    assert.deepEqual(
+      runtimeOps(planDeployment(prev, next)).map((op) => `${op.kind} ${'server' in op ? op.server : ''}`),
+      ['server-del s2', 'server-add s4', 'server-add s5', 'server-del s3'],
+    );
+  });
+
+  it('an explicit id on an added server needs ids on every server', () => {
+    const next = rendered({ servers: s('server s1 10.0.0.1:80', 'server s2 10.0.0.2:80', 'server s3 10.0.0.3:80 id 3') });
+    assert.match(reloadReasons(planDeployment(rendered(), next)).join('\n'), /server s3 cannot be added at runtime: its "id 3" may be taken by an id the running process assigned/);
+  });
+
   it('a server whose other settings changed reloads', () => {
     const next = rendered({ servers: s('server s1 10.0.0.1:80 maxconn 10', 'server s2 10.0.0.2:80') });
     assert.deepEqual(reloadReasons(planDeployment(rendered(), next)), [
