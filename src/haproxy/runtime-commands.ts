@@ -42,7 +42,8 @@ export function runtimeCommands(op: RuntimeOp, ctx: RuntimeCommandContext = {}):
     case 'server-add': {
       const commands = [line(...addServerWords(op))];
       if (op.health) commands.push(line('enable', 'health', server(op)));
-      if (op.agent) commands.push(line('enable', 'agent', server(op)));
+      // An added server's agent starts out down, a configured one's up: a silent agent would keep it out.
+      if (op.agent) commands.push(line('enable', 'agent', server(op)), line('set', 'server', server(op), 'agent', 'up'));
       if (op.state === 'ready') commands.push(line('enable', 'server', server(op)));
       if (op.state === 'drain') commands.push(line('set', 'server', server(op), 'state', 'drain'));
       return commands;

@@ -39,7 +39,7 @@ describe('runtimeCommands', () => {
     [
       'adds a server with checks and an agent, then drains it',
       { kind: 'server-add', ...ref, address: '10.0.0.1:80', args: ['check', 'agent-check', 'agent-port', '99'], state: 'drain', health: true, agent: true },
-      ['add server be_web/s1 10.0.0.1:80 check agent-check agent-port 99', 'enable health be_web/s1', 'enable agent be_web/s1', 'set server be_web/s1 state drain'],
+      ['add server be_web/s1 10.0.0.1:80 check agent-check agent-port 99', 'enable health be_web/s1', 'enable agent be_web/s1', 'set server be_web/s1 agent up', 'set server be_web/s1 state drain'],
     ],
     [
       'adds a server left in maintenance',

@@ -195,7 +195,7 @@ describe('runtime plan on a real haproxy equals a fresh start', () => {
       `    server s2 127.0.0.1:${app.port} weight 5`,
       `    server s3 127.0.0.1:${app.port} disabled`,
       `    server s4 127.0.0.1:${app.port} # haprx:drain`,
-      `    server gone 127.0.0.1:${app.port}`,
+      `    server gone 127.0.0.1:${app.port} agent-check agent-port ${dead} agent-inter 100ms`,
     ].join('\n'));
     const next = config(port, [
       '    default_backend be_app',
@@ -209,12 +209,15 @@ describe('runtime plan on a real haproxy equals a fresh start', () => {
       `    server s7 127.0.0.1:${dead} no-check maxconn 20`,
       `    server s8 [::1]:${app6.port} weight 0`,
       `    server s9 127.0.0.1:${dead}`,
+      `    server s10 127.0.0.1:${app.port} agent-check agent-addr 127.0.0.2 agent-port ${dead} agent-inter 100ms`,
     ].join('\n'));
     const result = await assertRuntimeEquivalent(t, previous, next, 600);
     assert.ok(result);
     const byName = Object.fromEntries(result.state.servers.map((s) => [s.name, s]));
     // The comparison is only as good as the states it covers: all of these occur.
-    assert.deepEqual(Object.keys(byName).sort(), ['s1', 's2', 's3', 's4', 's5', 's6', 's7', 's8', 's9']);
+    assert.deepEqual(Object.keys(byName).sort(), ['s1', 's10', 's2', 's3', 's4', 's5', 's6', 's7', 's8', 's9']);
+    assert.deepEqual([byName['s10']!.agentAddr, byName['s10']!.agentPort], ['127.0.0.2', String(dead)]);
+    assert.notEqual(byName['s10']!.agentState, '0');
     assert.equal(byName['s1']!.port, String(other.port));
     assert.equal(byName['s2']!.weight, '9');
     assert.equal(byName['s5']!.maint, true);

@@ -109,6 +109,10 @@ export interface ServerStateRow {
   checkState: string;
   agentState: string;
   useSsl: string;
+  checkPort: string;
+  checkAddr: string;
+  agentAddr: string;
+  agentPort: string;
 }
 
 /** Parses `show servers state [backend]` into rows sorted by backend, then server name. */
@@ -139,6 +143,10 @@ export function parseServersState(text: string): (ServerStateRow & { backend: st
         checkState: at('srv_check_state'),
         agentState: at('srv_agent_state'),
         useSsl: at('srv_use_ssl'),
+        checkPort: at('srv_check_port'),
+        checkAddr: at('srv_check_addr'),
+        agentAddr: at('srv_agent_addr'),
+        agentPort: at('srv_agent_port'),
       };
     });
   return rows.sort((a, b) => (a.backend + '/' + a.name < b.backend + '/' + b.name ? -1 : 1));
