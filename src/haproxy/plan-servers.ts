@@ -208,7 +208,7 @@ export function planServers(
     if (!a || !b) continue;
     const ref = { backend, server: name };
     if (!a.effective || !b.effective) {
-      if (a.address !== b.address || a.rawContext !== b.rawContext) {
+      if (a.address !== b.address || a.rawContext !== b.rawContext || a.state !== b.state) {
         fail(`server ${name} changed and its settings cannot be read (${b.problem ?? a.problem})`);
       }
       continue;

@@ -34,7 +34,7 @@
  *   that entries are updated one by one; any other change replaces the whole
  *   map atomically, which is also fine.
  */
-import type { HaproxyConfig, Section } from './config.ts';
+import type { ConfigLine, HaproxyConfig, Section } from './config.ts';
 import { parseConfig } from './config.ts';
 import type { RenderedConfig } from '../templating/rendered.ts';
 import { compareStrings, diffLines, lineKey, sectionLabel } from './plan-config.ts';
@@ -90,9 +90,9 @@ function drainOps(config: HaproxyConfig, source: string[]): ServerStateOp[] {
 export function planDeployment(previous: RenderedConfig | undefined, next: RenderedConfig): Plan {
   const nextSource = next.main.split('\n');
   const nextConfig = parseConfig(next.main);
-  const after = drainOps(nextConfig, nextSource);
-  if (previous === undefined) return { kind: 'reload', reasons: ['nothing is deployed yet'], after };
-  if (previous.hash === next.hash && previous.hash !== '') return { kind: 'none' };
+  const drains = drainOps(nextConfig, nextSource);
+  if (previous === undefined) return { kind: 'reload', reasons: ['nothing is deployed yet'], after: drains };
+  if (previous.hash === next.hash) return { kind: 'none' };
 
   const reasons: string[] = [
     ...auxReasons('certificate', previous.certs, next.certs),
@@ -132,26 +132,27 @@ export function planDeployment(previous: RenderedConfig | undefined, next: Rende
   const changes: (RuntimeOp & ServerRef)[][] = [];
   const dels: ServerDelOp[] = [];
   for (const key of common) {
-    const before: Section = prevConfig.sections[prevIndex.get(key)!]!;
-    const after_: Section = nextConfig.sections[nextIndex.get(key)!]!;
-    const label = sectionLabel(after_);
-    if (lineKey(before.header) !== lineKey(after_.header)) {
-      reasons.push(`${label}: header "${before.header.text}" changed to "${after_.header.text}"`);
+    const was: Section = prevConfig.sections[prevIndex.get(key)!]!;
+    const is: Section = nextConfig.sections[nextIndex.get(key)!]!;
+    const label = sectionLabel(is);
+    if (lineKey(was.header) !== lineKey(is.header)) {
+      reasons.push(`${label}: header "${was.header.text}" changed to "${is.header.text}"`);
       continue;
     }
-    if (!SERVER_SECTIONS.has(after_.type)) {
-      reasons.push(...diffLines(label, before.lines, after_.lines));
+    if (!SERVER_SECTIONS.has(is.type)) {
+      reasons.push(...diffLines(label, was.lines, is.lines));
       continue;
     }
-    const others = diffLines(label, before.lines.filter((l) => l.keyword !== 'server'), after_.lines.filter((l) => l.keyword !== 'server'));
+    const notServer = (l: ConfigLine) => l.keyword !== 'server';
+    const others = diffLines(label, was.lines.filter(notServer), is.lines.filter(notServer));
     if (others.length > 0) {
       reasons.push(...others);
       continue;
     }
     const servers = planServers(
-      after_,
-      collectServers(prevConfig, before, prevSource),
-      collectServers(nextConfig, after_, nextSource),
+      is,
+      collectServers(prevConfig, was, prevSource),
+      collectServers(nextConfig, is, nextSource),
       nextConfig,
       running,
     );
@@ -172,7 +173,7 @@ export function planDeployment(previous: RenderedConfig | undefined, next: Rende
     mapOps.push(...map.ops);
   }
 
-  if (reasons.length > 0) return { kind: 'reload', reasons, after };
+  if (reasons.length > 0) return { kind: 'reload', reasons, after: drains };
   // New capacity first (after deletes that free an id it takes), then changes and routing, removals last.
   earlyDels.sort(byServer);
   adds.sort(byServer);
