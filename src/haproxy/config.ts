@@ -27,6 +27,8 @@ export interface ConfigLine {
   args: string[];
   /** The source line without its trailing comment and surrounding whitespace. */
   text: string;
+  /** The trailing comment, without `#` and surrounding whitespace; '' when there is none. */
+  comment: string;
 }
 
 export interface Section {
@@ -62,7 +64,7 @@ export function parseConfig(source: string): HaproxyConfig {
     }
     const [keyword, ...args] = tokens.args;
     if (keyword === undefined) continue;
-    const line: ConfigLine = { line: i + 1, keyword, args, text: tokens.text };
+    const line: ConfigLine = { line: i + 1, keyword, args, text: tokens.text, comment: tokens.comment };
     if (isSectionKeyword(keyword)) {
       current = { type: keyword, name: args[0] ?? '', header: line, lines: [] };
       config.sections.push(current);
@@ -80,7 +82,7 @@ export function parseConfig(source: string): HaproxyConfig {
  * starts a comment, backslash escapes one character, and single or double
  * quotes group words (quotes are removed; escapes inside double quotes apply).
  */
-export function tokenize(raw: string): { args: string[]; text: string } | { error: string } {
+export function tokenize(raw: string): { args: string[]; text: string; comment: string } | { error: string } {
   const args: string[] = [];
   let word = '';
   let inWord = false;
@@ -114,7 +116,7 @@ export function tokenize(raw: string): { args: string[]; text: string } | { erro
   }
   if (quote) return { error: `unterminated ${quote === '"' ? 'double' : 'single'} quote` };
   if (inWord) args.push(word);
-  return { args, text: raw.slice(0, end).trim() };
+  return { args, text: raw.slice(0, end).trim(), comment: end < raw.length ? raw.slice(end + 1).trim() : '' };
 }
 
 /** Finds a named section of a type; names are unique per type in a valid config. */

@@ -98,13 +98,6 @@ export function parseIpAddress(address: string): IpAddress | undefined {
   return undefined;
 }
 
-/** The comment that ends a line of `source`, without the `#`, or ''. */
-export function lineComment(source: string[], line: ConfigLine): string {
-  const raw = (source[line.line - 1] ?? '').replace(/\r$/, '').trimStart();
-  const rest = raw.slice(line.text.length).trim();
-  return rest.startsWith('#') ? rest.slice(1).trim() : '';
-}
-
 /**
  * Human-readable differences between two line sequences, e.g.
  * `backend be: line "timeout server 5s" changed to "timeout server 9s"`.

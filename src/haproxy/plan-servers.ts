@@ -1,6 +1,6 @@
 /** The server part of the deployment plan: one backend's servers, before and after. */
 import type { ConfigLine, HaproxyConfig, Section } from './config.ts';
-import { balanceOf, compareStrings, defaultsChain, lineComment, parseIpAddress, sectionLabel } from './plan-config.ts';
+import { balanceOf, compareStrings, defaultsChain, parseIpAddress, sectionLabel } from './plan-config.ts';
 import type { IpAddress } from './plan-config.ts';
 import {
   PRELOADED_FILE_KEYWORDS,
@@ -30,7 +30,7 @@ export interface ServerDecl {
 }
 
 /** The servers of a backend or listen section with the settings they really get. */
-export function collectServers(config: HaproxyConfig, section: Section, source: string[]): ServerDecl[] {
+export function collectServers(config: HaproxyConfig, section: Section): ServerDecl[] {
   const inherited: string[][] = [];
   for (const d of defaultsChain(config, section)) {
     for (const l of d.lines) if (l.keyword === 'default-server') inherited.push(l.args);
@@ -48,7 +48,7 @@ export function collectServers(config: HaproxyConfig, section: Section, source: 
     const grouped = groupOptions(words);
     const ip = parseIpAddress(address);
     const effective = 'groups' in grouped ? effectiveServer(grouped.groups, ip !== undefined) : undefined;
-    const drain = lineComment(source, line).split(/\s+/).includes(DRAIN_MARKER);
+    const drain = line.comment.split(/\s+/).includes(DRAIN_MARKER);
     servers.push({
       name,
       line,

@@ -76,11 +76,11 @@ function sectionKeys(config: HaproxyConfig): string[] {
 const byServer = (a: ServerRef, b: ServerRef) => compareStrings(a.backend, b.backend) || compareStrings(a.server, b.server);
 
 /** Servers marked for draining, which no configuration line can express. */
-function drainOps(config: HaproxyConfig, source: string[]): ServerStateOp[] {
+function drainOps(config: HaproxyConfig): ServerStateOp[] {
   const ops: ServerStateOp[] = [];
   for (const section of config.sections) {
     if (!SERVER_SECTIONS.has(section.type)) continue;
-    for (const s of collectServers(config, section, source)) {
+    for (const s of collectServers(config, section)) {
       if (s.state === 'drain') ops.push({ kind: 'server-state', backend: section.name, server: s.name, state: 'drain' });
     }
   }
@@ -88,9 +88,8 @@ function drainOps(config: HaproxyConfig, source: string[]): ServerStateOp[] {
 }
 
 export function planDeployment(previous: RenderedConfig | undefined, next: RenderedConfig): Plan {
-  const nextSource = next.main.split('\n');
   const nextConfig = parseConfig(next.main);
-  const drains = drainOps(nextConfig, nextSource);
+  const drains = drainOps(nextConfig);
   if (previous === undefined) return { kind: 'reload', reasons: ['nothing is deployed yet'], after: drains };
   if (previous.hash === next.hash) return { kind: 'none' };
 
@@ -103,7 +102,6 @@ export function planDeployment(previous: RenderedConfig | undefined, next: Rende
     else if (next.maps[name] === undefined) reasons.push(`map ${name} was removed`);
   }
 
-  const prevSource = previous.main.split('\n');
   const prevConfig = parseConfig(previous.main);
   for (const [config, which] of [[prevConfig, 'previous'], [nextConfig, 'new']] as const) {
     for (const e of config.errors) reasons.push(`the ${which} haproxy.cfg cannot be read at line ${e.line}: ${e.message}`);
@@ -151,8 +149,8 @@ export function planDeployment(previous: RenderedConfig | undefined, next: Rende
     }
     const servers = planServers(
       is,
-      collectServers(prevConfig, was, prevSource),
-      collectServers(nextConfig, is, nextSource),
+      collectServers(prevConfig, was),
+      collectServers(nextConfig, is),
       nextConfig,
       running,
     );

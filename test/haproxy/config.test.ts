@@ -4,13 +4,18 @@ import { findSection, parseConfig, tokenize } from '../../src/haproxy/config.ts'
 
 describe('tokenize', () => {
   it('splits on whitespace and drops comments', () => {
-    assert.deepEqual(tokenize('  server s1 10.0.0.1:80   check # primary'), { args: ['server', 's1', '10.0.0.1:80', 'check'], text: 'server s1 10.0.0.1:80   check' });
+    assert.deepEqual(tokenize('  server s1 10.0.0.1:80   check # primary'), {
+      args: ['server', 's1', '10.0.0.1:80', 'check'],
+      text: 'server s1 10.0.0.1:80   check',
+      comment: 'primary',
+    });
   });
 
   it('keeps quoted words whole and honours backslash escapes', () => {
     assert.deepEqual(tokenize(`http-request set-header X-A "a b # c" 'd\\e' f\\ g`).valueOf(), {
       args: ['http-request', 'set-header', 'X-A', 'a b # c', 'd\\e', 'f g'],
       text: `http-request set-header X-A "a b # c" 'd\\e' f\\ g`,
+      comment: '',
     });
     assert.deepEqual((tokenize('acl a path \\#frag') as { args: string[] }).args, ['acl', 'a', 'path', '#frag']);
   });
@@ -49,7 +54,13 @@ describe('parseConfig', () => {
       ],
     );
     const backend = findSection(config, 'backend', 'be')!;
-    assert.deepEqual(backend.lines[1], { line: 12, keyword: 'server', args: ['s1', '127.0.0.1:8080', 'weight', '10'], text: 'server s1 127.0.0.1:8080 weight 10' });
+    assert.deepEqual(backend.lines[1], {
+      line: 12,
+      keyword: 'server',
+      args: ['s1', '127.0.0.1:8080', 'weight', '10'],
+      text: 'server s1 127.0.0.1:8080 weight 10',
+      comment: '',
+    });
     assert.deepEqual(config.orphans, []);
     assert.deepEqual(config.errors, []);
   });
