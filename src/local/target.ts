@@ -6,6 +6,10 @@ import type { RenderedConfig } from '../templating/rendered.ts';
 import { HaproxyProcess, type HaproxyProcessOptions } from './haproxy-process.ts';
 import { writeStateFiles } from './state-files.ts';
 
+const STILL_CONNECTED = /still has connections/i;
+const DELETE_RETRY_MS = 1_000;
+const DELETE_ATTEMPTS = 120;
+
 export interface LocalTargetOptions extends HaproxyProcessOptions {
   /** Told about each step, for logs. */
   onStep?: (step: { kind: 'start' | 'reload' | 'runtime' | 'fallback'; detail: string }) => void;
@@ -23,6 +27,13 @@ export class LocalTarget {
   private readonly options: LocalTargetOptions;
   private running: RenderedConfig | undefined;
   private queue: Promise<unknown> = Promise.resolve();
+  /**
+   * `del server` commands haproxy refused because connections were still attached
+   * (an idle keep-alive, a request in flight). The server is in maintenance and takes
+   * no new traffic, so instead of reloading the deletion is retried until it goes.
+   */
+  private readonly pendingDeletes = new Map<string, { command: string; attempts: number }>();
+  private retryTimer: NodeJS.Timeout | undefined;
 
   constructor(options: LocalTargetOptions) {
     this.options = options;
@@ -41,8 +52,14 @@ export class LocalTarget {
   }
 
   async stop(): Promise<void> {
+    if (this.retryTimer) clearTimeout(this.retryTimer);
     await this.queue;
     await this.haproxy.stop();
+  }
+
+  /** Servers whose deletion is still waiting for their connections to go. */
+  get deletionsPending(): readonly string[] {
+    return [...this.pendingDeletes.keys()];
   }
 
   private async apply(config: RenderedConfig): Promise<InstanceOutcome> {
@@ -89,6 +106,8 @@ export class LocalTarget {
     await writeStateFiles(this.options.stateDir, config);
     this.step('reload', plan.reasons.join('; '));
     const result = await this.haproxy.reload();
+    // The new process starts from the files: nothing is left to delete.
+    if (result.ok) this.pendingDeletes.clear();
     if (!result.ok) {
       if (previous) await writeStateFiles(this.options.stateDir, previous);
       return { ok: false, reloaded: false, runtimeOps: 0, error: result.message };
@@ -109,13 +128,49 @@ export class LocalTarget {
         mapVersion = parsePreparedVersion(reply);
         if (mapVersion === undefined) return `prepare map ${op.ref} failed: ${reply.trim()}`;
       }
+      if (op.kind === 'server-add' && this.pendingDeletes.has(`${op.backend}/${op.server}`)) {
+        // The name is still taken by a server waiting to be deleted.
+        await this.retryDeletes();
+        if (this.pendingDeletes.has(`${op.backend}/${op.server}`)) return `server ${op.backend}/${op.server} is still being deleted`;
+      }
       for (const command of runtimeCommands(op, { mapVersion })) {
         const reply = await this.haproxy.runtime(command);
+        if (op.kind === 'server-del' && command.startsWith('del server ') && STILL_CONNECTED.test(reply)) {
+          this.pendingDeletes.set(`${op.backend}/${op.server}`, { command, attempts: 0 });
+          this.scheduleRetry();
+          continue;
+        }
         if (!replySucceeded(command, reply)) return `runtime command "${command.split(' ').slice(0, 3).join(' ')}" failed: ${reply.trim() || 'no answer'}`;
       }
       this.step('runtime', `${op.kind} ${'backend' in op ? `${op.backend}/${op.server}` : op.map}`);
     }
     return undefined;
+  }
+
+  private scheduleRetry(): void {
+    if (this.retryTimer || this.pendingDeletes.size === 0) return;
+    this.retryTimer = setTimeout(() => {
+      this.retryTimer = undefined;
+      const retried = this.queue.then(() => this.retryDeletes());
+      this.queue = retried.catch(() => undefined);
+      void retried.finally(() => this.scheduleRetry());
+    }, DELETE_RETRY_MS);
+    this.retryTimer.unref();
+  }
+
+  private async retryDeletes(): Promise<void> {
+    if (!this.haproxy.running) return this.pendingDeletes.clear();
+    for (const [server, pending] of this.pendingDeletes) {
+      const reply = await this.haproxy.runtime(pending.command).catch(() => '');
+      if (replySucceeded(pending.command, reply) || /No such server|No such backend/i.test(reply)) {
+        this.pendingDeletes.delete(server);
+        this.step('runtime', `server-del ${server} (retried)`);
+      } else if (++pending.attempts >= DELETE_ATTEMPTS) {
+        // Gave up: the server stays in maintenance until the next reload removes it.
+        this.pendingDeletes.delete(server);
+        this.step('fallback', `server ${server} kept its connections; it stays in maintenance until the next reload`);
+      }
+    }
   }
 
   private step(kind: 'start' | 'reload' | 'runtime' | 'fallback', detail: string): void {

@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
+import { createServer } from 'node:http';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { LocalTarget } from '../../src/local/target.ts';
@@ -112,5 +113,39 @@ describe('LocalTarget (real haproxy)', () => {
     const before = await reloads();
     assert.deepEqual(await target.deploy(target.current!), { ok: true, reloaded: false, runtimeOps: 0 });
     assert.equal(await reloads(), before);
+  });
+});
+
+describe('LocalTarget deleting a busy server (real haproxy)', () => {
+  it('does not reload: the server leaves rotation at once and is deleted when its request ends', async () => {
+    const dir = await mkdtemp(join(tmpdir(), 'haprx-target-busy-'));
+    const port = await freePort();
+    // A backend that answers after 1.5 s, so a request is in flight during the deletion.
+    const slow = createServer((_req, res) => setTimeout(() => res.end('slow\n'), 1_500));
+    await new Promise<void>((r) => slow.listen(0, '127.0.0.1', r));
+    const slowPort = (slow.address() as { port: number }).port;
+    const target = new LocalTarget({ bin: 'haproxy', stateDir: dir });
+    after(async () => {
+      await target.stop();
+      slow.closeAllConnections();
+      await new Promise((r) => slow.close(r));
+      await rm(dir, { recursive: true, force: true });
+    });
+    await target.deploy(config(port, { be_s: [slowPort] }, { 's.test': 'be_s' }));
+    const reloadsBefore = (await target.haproxy.showProc()).reloads;
+
+    const inFlight = get(port, '/', 's.test');
+    await new Promise((r) => setTimeout(r, 300));
+    const outcome = await target.deploy(config(port, { be_s: [] }, { 's.test': 'be_s' }));
+    assert.deepEqual(outcome, { ok: true, reloaded: false, runtimeOps: 1 });
+    assert.deepEqual(target.deletionsPending, [`be_s/s${slowPort}`], 'haproxy refused the delete while the request runs');
+    assert.equal((await get(port, '/', 's.test')).status, 503, 'no new traffic reaches it');
+    assert.deepEqual(await inFlight, { status: 200, body: 'slow\n' }, 'the request in flight completes');
+
+    const deadline = Date.now() + 20_000;
+    while (target.deletionsPending.length > 0 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 100));
+    assert.deepEqual(target.deletionsPending, []);
+    assert.doesNotMatch(await target.haproxy.runtime('show servers state be_s'), new RegExp(`s${slowPort} `));
+    assert.equal((await target.haproxy.showProc()).reloads, reloadsBefore);
   });
 });
