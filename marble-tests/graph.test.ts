@@ -158,6 +158,15 @@ describe('graph', () => {
     ]);
   });
 
+  it('renders and validates but deploys nothing until this replica leads, then deploys at once', () => {
+    const timeline = run((cold, hot) => {
+      const changes = hot<ResourceChange>('s', { s: synced('services') });
+      const built = deps(cold, changes, hot<readonly Endpoint[]>('x', { x: [endpoint('e1')] }), { ...settings, watched: [{ name: 'services' }] });
+      return { ...built, deps: { ...built.deps, leader$: hot<boolean>('f 4999ms t', { f: false, t: true }) } };
+    }, 6_000);
+    assert.deepEqual(timeline.map(([t, label]) => `${t} ${label}`), ['0 T1', '10 R:', '60 V', '5000 D1:leader', '5020 ok:e1', '5020 done1']);
+  });
+
   it('redeploys after the drift interval when nothing else deployed', () => {
     const timeline = run((cold, hot) => {
       const changes = hot<ResourceChange>('s', { s: synced('services') });

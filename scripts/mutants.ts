@@ -31,6 +31,7 @@ const mutants: Mutant[] = [
   { stage: 'validate: switchMap → mergeMap', file: 'streams/validate.ts', from: 'switchMap(({ reconcile, config }) =>', to: 'mutMergeMap(({ reconcile, config }) =>', test: 'marble-tests/validate.test.ts' },
   { stage: 'requests: combineLatest → zip', file: 'streams/endpoints.ts', from: 'combineLatest([validated$, endpoints$])', to: 'mutZip([validated$, endpoints$])', test: 'marble-tests/endpoints.test.ts' },
   { stage: 'drift: switchMap → mergeMap', file: 'streams/drift.ts', from: 'switchMap((request) =>', to: 'mutMergeMap((request) =>', test: 'marble-tests/drift.test.ts' },
+  { stage: 'leadership: gate removed', file: 'streams/leadership.ts', from: "pair[1]?.[1] === true", to: 'pair[1] !== undefined', test: 'marble-tests/leadership.test.ts' },
   { stage: 'schedule: throttle removed', file: 'streams/schedule.ts', from: 'throttle((run$) =>', to: '((_d: unknown, _o: unknown) => mutIdentity)((run$: unknown) =>', test: 'marble-tests/schedule.test.ts' },
   { stage: 'schedule: window ignores the running deployment', file: 'streams/schedule.ts', from: 'forkJoin([timer(minIntervalMs, scheduler), run$.pipe(ignoreElements(), defaultIfEmpty(null))])', to: 'timer(minIntervalMs, scheduler)', test: 'marble-tests/schedule.test.ts' },
   { stage: 'deploy: mergeMap → concatMap', file: 'streams/deploy.ts', from: 'mergeMap((endpoint) => deployOne(endpoint, deployment), concurrency)', to: 'mutConcatMap((endpoint) => deployOne(endpoint, deployment))', test: 'marble-tests/deploy.test.ts' },

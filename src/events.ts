@@ -93,7 +93,7 @@ export interface DeployRequest {
   reconcile: Reconcile;
   config: RenderedConfig;
   endpoints: readonly Endpoint[];
-  reason: 'change' | 'drift' | 'endpoints';
+  reason: 'change' | 'drift' | 'endpoints' | 'leader';
   /** When the deployment was wanted; the gap to its start is the scheduler's wait. */
   queuedAt: number;
 }

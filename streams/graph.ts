@@ -1,4 +1,4 @@
-import { type Observable, type SchedulerLike, asyncScheduler, connect, defer, filter, map, merge, share } from 'rxjs';
+import { type Observable, type SchedulerLike, asyncScheduler, connect, defer, filter, map, merge, of, share } from 'rxjs';
 import type { ControllerConfig } from '../src/config/controller-config.ts';
 import type { ControllerEvent, Endpoint, InstanceOutcome, Deployment, Reconcile, ValidatedEvent } from '../src/events.ts';
 import type { ResourceChange } from '../src/k8s/resource.ts';
@@ -7,6 +7,7 @@ import type { RenderedConfig } from '../src/templating/rendered.ts';
 import { deployer } from './deploy.ts';
 import { drift } from './drift.ts';
 import { deployRequests } from './endpoints.ts';
+import { whileLeader } from './leadership.ts';
 import { type RenderOutcome, render, renderedOnly } from './render.ts';
 import { schedule } from './schedule.ts';
 import { applyToStores } from './stores.ts';
@@ -37,6 +38,8 @@ export interface GraphDeps {
   render(input: RenderInput): Observable<RenderOutcome>;
   validate(config: RenderedConfig): Observable<ValidateOutcome>;
   deployTo(endpoint: Endpoint, deployment: Deployment): Observable<InstanceOutcome>;
+  /** Whether this replica may deploy; without it, it always may. */
+  leader$?: Observable<boolean>;
   scheduler?: SchedulerLike;
 }
 
@@ -46,7 +49,7 @@ export interface GraphDeps {
  *   changes$ → stores → trigger (sync gate, debounce with max wait)
  *            → render (switchMap, unchanged output stops here)
  *            → validate (switchMap)
- *            → requests (× endpoints$) ⊕ drift
+ *            → requests (× endpoints$) ⊕ drift, while leader
  *            → schedule (throttle, single flight, latest waits)
  *            → deploy (mergeMap over endpoints)
  *
@@ -72,7 +75,7 @@ export function graph(settings: GraphSettings, deps: GraphDeps): Observable<Cont
           scheduler,
         ).pipe(share());
         const deployed$ = schedule(
-          merge(requests$, drift(requests$, settings.driftIntervalMs, scheduler)),
+          whileLeader(merge(requests$, drift(requests$, settings.driftIntervalMs, scheduler)), deps.leader$ ?? of(true), scheduler),
           deployer({ deployTo: deps.deployTo, scheduler }, { maxParallel: settings.maxParallel, timeoutMs: settings.deployTimeoutMs }),
           settings.minDeployIntervalMs,
           scheduler,
