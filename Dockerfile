@@ -1,25 +1,27 @@
 # syntax=docker/dockerfile:1
-# Build: compile TypeScript with the full dependency tree.
-FROM node:24-bookworm-slim AS build
+# Build: install everything, compile TypeScript, then drop the dev dependencies.
+FROM node:24.11.1-bookworm-slim AS build
 WORKDIR /app
 COPY package.json package-lock.json ./
 RUN npm ci --no-audit --no-fund
 COPY tsconfig.json tsconfig.build.json ./
 COPY src ./src
 COPY streams ./streams
-RUN npm run build && npm prune --omit=dev
+RUN npm run build && npm prune --omit=dev --no-audit --no-fund
 
 # Run: Node 24 slim plus Debian's haproxy, which validation runs as `haproxy -c`.
-FROM node:24-bookworm-slim
+FROM node:24.11.1-bookworm-slim
 RUN apt-get update \
  && apt-get install -y --no-install-recommends haproxy \
  && rm -rf /var/lib/apt/lists/*
 WORKDIR /app
+COPY --from=build /app/package.json ./package.json
 COPY --from=build /app/node_modules ./node_modules
 COPY --from=build /app/dist ./dist
-COPY package.json ./
-# Validation writes into TMPDIR, so the root filesystem can be read-only.
+COPY templates ./templates
+# Validation writes only below TMPDIR: mount an emptyDir there and the root
+# filesystem can stay read-only.
 ENV NODE_ENV=production TMPDIR=/tmp
 USER node
-ENTRYPOINT ["node", "dist/src/cli/main.js"]
-CMD ["run"]
+EXPOSE 8080 9090
+ENTRYPOINT ["node", "dist/src/cli/main.js", "run"]
