@@ -1,0 +1,65 @@
+/**
+ * Full render time of the shipped templates on synthetic clusters of 100, 1k and 10k
+ * Ingresses, and `haproxy -c` on the same output.
+ *
+ *   npm run bench:render          (SIZES=100,1000,10000 ENDPOINTS=5 by default)
+ */
+import { mkdir, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { loadControllerConfig } from '../src/cli/load-config.ts';
+import { readTemplateDir } from '../src/config/template-dir.ts';
+import { runHaproxyCheck } from '../src/haproxy/validate.ts';
+import { Store } from '../src/k8s/store.ts';
+import { renderTemplates } from '../src/templating/engine.ts';
+import { syntheticCluster } from './synthetic.ts';
+
+const SIZES = (process.env.SIZES ?? '100,1000,10000').split(',').map(Number);
+const ENDPOINTS = Number(process.env.ENDPOINTS ?? 5);
+const root = new URL('..', import.meta.url).pathname;
+
+const raw = await readTemplateDir(`${root}templates`);
+if (!raw.ok) throw new Error(raw.message);
+const loaded = loadControllerConfig(raw.raw);
+if (!loaded.ok) throw new Error(`${loaded.path}: ${loaded.message}`);
+const { config, templates } = loaded.config;
+
+const rows: Record<string, unknown>[] = [];
+for (const n of SIZES) {
+  const cluster = syntheticCluster({ ingresses: n, endpointsPerService: ENDPOINTS, tlsSecrets: 0 });
+  const stores = new Map(config.watch.map((w) => [w.name, new Store(w.name, w)]));
+  const fillStart = performance.now();
+  for (const [name, objects] of Object.entries(cluster)) {
+    const store = stores.get(name);
+    if (!store) continue;
+    for (const object of objects) store.apply({ type: 'upsert', resource: name, object });
+  }
+  const fillMs = performance.now() - fillStart;
+  const values = { ...config.values, httpPort: 18080, bindAddress: '127.0.0.1' };
+  const times: number[] = [];
+  let rendered;
+  for (let run = 0; run < 3; run++) {
+    const t0 = performance.now();
+    const result = renderTemplates(templates, { resources: Object.fromEntries(stores), values });
+    times.push(performance.now() - t0);
+    if (!result.ok) throw new Error(`${result.error.template}:${result.error.line}: ${result.error.message}`);
+    rendered = result.config;
+  }
+  times.sort((a, b) => a - b);
+  const checkStart = performance.now();
+  const check = await runHaproxyCheck(rendered!, { haproxyBin: 'haproxy', timeoutMs: 120_000, tmpDir: tmpdir() });
+  const checkMs = performance.now() - checkStart;
+  if (check.kind !== 'exited' || check.code !== 0) throw new Error(`haproxy -c failed at ${n}: ${JSON.stringify(check).slice(0, 500)}`);
+  const renderMs = times[1]!;
+  rows.push({
+    ingresses: n,
+    endpoints: n * ENDPOINTS,
+    'config lines': rendered!.main.split('\n').length,
+    'store fill ms': Math.round(fillMs),
+    'render ms (median of 3)': Math.round(renderMs),
+    'haproxy -c ms': Math.round(checkMs),
+    'render / haproxy -c': (renderMs / checkMs).toFixed(2),
+  });
+}
+console.table(rows);
+await mkdir(`${root}bench/results`, { recursive: true });
+await writeFile(`${root}bench/results/render.json`, `${JSON.stringify(rows, null, 2)}\n`);

@@ -1,0 +1,78 @@
+/**
+ * A synthetic cluster for benchmarks: N Ingresses, each with one host routing to its
+ * own Service, whose EndpointSlice has E ready endpoints; T TLS Secrets. Addresses
+ * are spread over 10.0.0.0/8 and deterministic, so runs are comparable.
+ */
+import type { KubeObject } from '../src/k8s/resource.ts';
+
+export interface ClusterSize {
+  ingresses: number;
+  endpointsPerService: number;
+  tlsSecrets: number;
+}
+
+export interface SyntheticCluster {
+  ingresses: KubeObject[];
+  services: KubeObject[];
+  endpointslices: KubeObject[];
+  secrets: KubeObject[];
+}
+
+export function ipOf(n: number): string {
+  return `10.${(n >> 16) & 255}.${(n >> 8) & 255}.${n & 255}`;
+}
+
+export function endpointSlice(i: number, endpoints: number, offset = 0, rv = '1'): KubeObject {
+  return {
+    apiVersion: 'discovery.k8s.io/v1',
+    kind: 'EndpointSlice',
+    metadata: { name: `svc-${i}-abc`, namespace: `ns-${i % 50}`, resourceVersion: rv, labels: { 'kubernetes.io/service-name': `svc-${i}` } },
+    addressType: 'IPv4',
+    ports: [{ name: 'http', port: 8080, protocol: 'TCP' }],
+    endpoints: Array.from({ length: endpoints }, (_, e) => ({ addresses: [ipOf(i * 64 + e + offset + 1)], conditions: { ready: true } })),
+  };
+}
+
+export function syntheticCluster(size: ClusterSize): SyntheticCluster {
+  const cluster: SyntheticCluster = { ingresses: [], services: [], endpointslices: [], secrets: [] };
+  for (let i = 0; i < size.ingresses; i++) {
+    const namespace = `ns-${i % 50}`;
+    cluster.services.push({
+      apiVersion: 'v1',
+      kind: 'Service',
+      metadata: { name: `svc-${i}`, namespace, resourceVersion: '1' },
+      spec: { ports: [{ name: 'http', port: 80, targetPort: 8080 }] },
+    });
+    cluster.endpointslices.push(endpointSlice(i, size.endpointsPerService));
+    const tls = i < size.tlsSecrets;
+    cluster.ingresses.push({
+      apiVersion: 'networking.k8s.io/v1',
+      kind: 'Ingress',
+      metadata: { name: `ing-${i}`, namespace, resourceVersion: '1' },
+      spec: {
+        ...(tls && { tls: [{ hosts: [`app-${i}.example.com`], secretName: `tls-${i}` }] }),
+        rules: [
+          {
+            host: `app-${i}.example.com`,
+            http: {
+              paths: [
+                { path: '/', pathType: 'Prefix', backend: { service: { name: `svc-${i}`, port: { number: 80 } } } },
+                { path: '/api', pathType: 'Prefix', backend: { service: { name: `svc-${i}`, port: { number: 80 } } } },
+              ],
+            },
+          },
+        ],
+      },
+    });
+    if (tls) {
+      cluster.secrets.push({
+        apiVersion: 'v1',
+        kind: 'Secret',
+        type: 'kubernetes.io/tls',
+        metadata: { name: `tls-${i}`, namespace, resourceVersion: '1' },
+        data: { 'tls.crt': '', 'tls.key': '' },
+      });
+    }
+  }
+  return cluster;
+}
