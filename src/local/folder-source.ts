@@ -28,7 +28,7 @@ type Contribution = Map<string, Map<string, KubeObject>>;
  * that fails to parse is reported as a problem and what it held before stays.
  */
 export function folderSource(options: FolderSourceOptions): Observable<ResourceChange> {
-  const { dir, watches, follow = true, settleMs = 50 } = options;
+  const { dir, watches, follow = true, settleMs = 20 } = options;
   return new Observable<ResourceChange>((subscriber) => {
     const contributions = new Map<string, Contribution>();
     /** Which file an object (set + key) came from, so two files cannot fight over one object. */
