@@ -7,8 +7,9 @@
  * stays silent and leaves the verdict to haproxy.
  */
 import type { ValidationProblem } from '../events.ts';
-import { AUX_DIRS, AUX_KINDS, auxPath } from '../templating/rendered.ts';
+import { AUX_KINDS, auxPath } from '../templating/rendered.ts';
 import type { RenderedFiles } from '../templating/rendered.ts';
+import { type RefBase, auxRefsInWords } from './aux-refs.ts';
 import { SECTION_KEYWORDS, parseConfig } from './config.ts';
 import type { ConfigLine } from './config.ts';
 
@@ -138,7 +139,6 @@ function checkBackendReferences(l: Layout, out: ValidationProblem[]): void {
   }
 }
 
-type RefBase = 'crt' | 'ca' | 'none';
 interface FileRef {
   path: string;
   /** Which base directive redirects relative paths of this reference. */
@@ -147,40 +147,11 @@ interface FileRef {
   bundle: boolean;
 }
 
-const BIND_FILE_OPTIONS: Readonly<Record<string, RefBase>> = { crt: 'crt', 'crt-list': 'crt', 'ca-file': 'ca', 'crl-file': 'ca', 'ca-verify-file': 'ca' };
-// Server certificates are only loaded when the server uses SSL, so `crt` is left out here.
-const SERVER_FILE_OPTIONS: Readonly<Record<string, RefBase>> = { 'ca-file': 'ca', 'crl-file': 'ca' };
-const HTTP_RULES = /^http-(request|response|after-response|error)$/;
-const PREFIXES = AUX_KINDS.map((k) => `${AUX_DIRS[k]}/`);
-const CONVERTER_FILE = /(?<![\w.-])map(?:_[a-z]+){0,2}\(\s*["']?((?:maps|general|ssl)\/[^,)"'\s]+)/g;
-
-function isAuxRef(path: string): boolean {
-  // A trailing slash names a directory (crt ssl/ loads every file in it).
-  return PREFIXES.some((p) => path.startsWith(p) && path.length > p.length) && !path.endsWith('/');
-}
-
 /** Files a line makes haproxy open at check time; each case was confirmed against haproxy -c. */
 function fileRefs(line: ConfigLine): FileRef[] {
-  const refs: FileRef[] = [];
-  const add = (path: string | undefined, base: RefBase, bundle = false) => {
-    if (path !== undefined && isAuxRef(path)) refs.push({ path, base, bundle });
-  };
-  const { keyword, args } = line;
-  if (keyword === 'errorfile') add(args[1], 'none');
-  if (keyword === 'lua-load' || keyword === 'ssl-dh-param-file') add(args[0], 'none');
-  const options = keyword === 'bind' ? BIND_FILE_OPTIONS : keyword === 'server' || keyword === 'server-template' ? SERVER_FILE_OPTIONS : undefined;
-  const httpRule = HTTP_RULES.test(keyword);
-  for (let i = 1; i < args.length; i++) {
-    const prev = args[i - 1]!;
-    const base = options ? options[prev] : undefined;
-    if (base !== undefined) add(args[i], base, prev === 'crt');
-    else if (prev === '-f') add(args[i], 'none');
-    else if (httpRule && (prev === 'file' || prev === 'lf-file')) add(args[i], 'none');
-  }
-  for (const arg of args) {
-    if (arg.includes('map')) for (const m of arg.matchAll(CONVERTER_FILE)) add(m[1], 'none');
-  }
-  return refs;
+  return auxRefsInWords([line.keyword, ...line.args])
+    .filter((ref) => ref.checked)
+    .map(({ path, base, bundle }) => ({ path, base, bundle }));
 }
 
 function checkFileReferences(l: Layout, rendered: RenderedFiles, out: ValidationProblem[]): void {

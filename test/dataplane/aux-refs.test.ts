@@ -1,0 +1,184 @@
+import assert from 'node:assert/strict';
+import { execFile } from 'node:child_process';
+import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { after, before, describe, test } from 'node:test';
+import { promisify } from 'node:util';
+import { findAuxRefs, rewriteAuxRefs, spannedWords } from '../../src/haproxy/aux-refs.ts';
+import { tokenize } from '../../src/haproxy/config.ts';
+import { freePort } from '../support/ports.ts';
+
+const run = promisify(execFile);
+
+const LINES = [
+  '  use_backend %[req.hdr(host),lower,map(maps/hosts.map,be_none)]',
+  '  acl blocked src -f maps/blocked.lst -f "general/more.lst"',
+  "  http-request set-header X-Y 'a b' # comment maps/x.map",
+  '  http-request set-var(txn.x) src,map_ip_int("maps/ip.map",0)',
+  '  bind :8443 ssl crt ssl/site.pem ca-file ssl/ca.pem verify optional',
+  '  acl x path -f maps/a\\ b.lst',
+  '  http-request set-header X "quoted \\"inner\\" text"',
+  '\tserver s1 127.0.0.1:443 ssl crt ssl/client.pem ca-file ssl/ca.pem',
+  '',
+  '   # only a comment',
+  '  errorfile 503 general/503.http',
+];
+
+describe('aux-refs: words with positions', () => {
+  test('splits every line into the words config.ts tokenize() gives', () => {
+    for (const line of LINES) {
+      const tokens = tokenize(line);
+      assert.ok(!('error' in tokens));
+      assert.deepEqual(spannedWords(line)!.map((w) => w.text), tokens.args, line);
+    }
+  });
+
+  test('each character of a word points at the raw character it came from', () => {
+    const words = spannedWords('  acl x path -f "maps/a b.lst" maps/c\\ d.lst')!;
+    const raw = '  acl x path -f "maps/a b.lst" maps/c\\ d.lst';
+    for (const w of words) assert.equal(w.from.map((i) => raw[i]).join(''), w.text);
+  });
+
+  test('an unterminated quote gives no words', () => {
+    assert.equal(spannedWords('  http-request set-header X "abc'), undefined);
+  });
+});
+
+describe('aux-refs: finding references', () => {
+  test('finds map converters, -f, errorfile, bind, server and action references with their lines', () => {
+    const main = [
+      'global',
+      '  lua-load general/x.lua',
+      'frontend fe',
+      ...LINES,
+      '  http-request set-map(maps/hosts.map) %[src] x',
+      '  http-request return status 200 file general/ok.txt if { path /ok }',
+      '  http-request set-header X-Origin general/nope',
+      '  bind :8444 ssl crt ssl/',
+    ].join('\n');
+    const found = findAuxRefs(main).refs.map((r) => `${r.line} ${r.kind}:${r.name} ${r.checked ? 'checked' : 'unchecked'}`);
+    assert.deepEqual(found, [
+      '2 files:x.lua checked',
+      '4 maps:hosts.map checked',
+      '5 maps:blocked.lst checked',
+      '5 files:more.lst checked',
+      '7 maps:ip.map checked',
+      '8 certs:site.pem checked',
+      '8 certs:ca.pem checked',
+      '9 maps:a b.lst checked',
+      '11 certs:client.pem unchecked',
+      '11 certs:ca.pem checked',
+      '14 files:503.http checked',
+      '15 maps:hosts.map unchecked',
+      '16 files:ok.txt checked',
+    ]);
+  });
+
+  test('notes base directives of the global section', () => {
+    const scan = findAuxRefs('global\n  crt-base /etc/certs\nfrontend fe\n  bind :443 ssl crt ssl/a.pem\n');
+    assert.deepEqual([...scan.based], ['crt']);
+    assert.equal(scan.allBased, false);
+    assert.equal(findAuxRefs('global\n  default-path origin /x\n').allBased, true);
+    assert.equal(findAuxRefs('global\n  default-path config\n').allBased, false);
+  });
+});
+
+describe('aux-refs: rewriting', () => {
+  const absolute = (ref: { kind: string; name: string }) => `/srv/${ref.kind}/${ref.name.replace(/ /g, '_')}`;
+
+  test('replaces exactly the references and keeps every other byte and every line number', () => {
+    const main = ['global', '  lua-load general/x.lua', 'frontend fe', ...LINES, ''].join('\n');
+    const result = rewriteAuxRefs(main, absolute);
+    const before = main.split('\n');
+    const afterLines = result.text.split('\n');
+    assert.equal(afterLines.length, before.length);
+    assert.equal(result.rewritten, 11);
+    const changed = afterLines.flatMap((l, i) => (l === before[i] ? [] : [`${i + 1}: ${l}`]));
+    assert.deepEqual(changed, [
+      '2:   lua-load /srv/files/x.lua',
+      '4:   use_backend %[req.hdr(host),lower,map(/srv/maps/hosts.map,be_none)]',
+      '5:   acl blocked src -f /srv/maps/blocked.lst -f "/srv/files/more.lst"',
+      '7:   http-request set-var(txn.x) src,map_ip_int("/srv/maps/ip.map",0)',
+      '8:   bind :8443 ssl crt /srv/certs/site.pem ca-file /srv/certs/ca.pem verify optional',
+      '9:   acl x path -f /srv/maps/a_b.lst',
+      '11: \tserver s1 127.0.0.1:443 ssl crt /srv/certs/client.pem ca-file /srv/certs/ca.pem',
+      '14:   errorfile 503 /srv/files/503.http',
+    ]);
+    // The comment on line 6 names a map path: comments are not references.
+    assert.equal(afterLines[5], before[5]);
+  });
+
+  test('keeps CR line endings and text after the reference', () => {
+    const main = 'frontend fe\r\n  acl a src -f maps/a.lst # keep maps/a.lst\r\n';
+    assert.equal(rewriteAuxRefs(main, absolute).text, 'frontend fe\r\n  acl a src -f /srv/maps/a.lst # keep maps/a.lst\r\n');
+  });
+
+  test('a quote opened inside the path keeps its effect', () => {
+    const main = 'frontend fe\n  use_backend %[req.hdr(host),map(maps/h"osts.map,be_x)]"\n';
+    const text = rewriteAuxRefs(main, absolute).text;
+    assert.equal(text, 'frontend fe\n  use_backend %[req.hdr(host),map(/srv/maps/hosts.map",be_x)]"\n');
+    const tokens = tokenize(text.split('\n')[1]!);
+    assert.ok(!('error' in tokens));
+    assert.deepEqual(tokens.args, ['use_backend', '%[req.hdr(host),map(/srv/maps/hosts.map,be_x)]']);
+  });
+
+  test('leaves references alone that a base directive redirects, and those the resolver does not know', () => {
+    const main = 'global\n  ca-base /etc/ca\nfrontend fe\n  bind :443 ssl crt ssl/a.pem ca-file ssl/ca.pem\n  errorfile 503 general/x\n';
+    const result = rewriteAuxRefs(main, (ref) => (ref.name === 'x' ? undefined : absolute(ref)));
+    assert.equal(result.text, 'global\n  ca-base /etc/ca\nfrontend fe\n  bind :443 ssl crt /srv/certs/a.pem ca-file ssl/ca.pem\n  errorfile 503 general/x\n');
+    assert.deepEqual(result.redirected.map((r) => r.path), ['ssl/ca.pem']);
+  });
+
+  test('refuses a replacement that is not a plain path', () => {
+    assert.throws(() => rewriteAuxRefs('frontend fe\n  errorfile 503 general/x\n', () => '/a b/x'), /plain path/);
+  });
+});
+
+describe('aux-refs: the rewritten configuration against haproxy -c', () => {
+  let dir: string;
+  before(async () => {
+    dir = await mkdtemp(join(tmpdir(), 'haprx-auxrefs-'));
+  });
+  after(async () => {
+    await rm(dir, { recursive: true, force: true });
+  });
+
+  test('haproxy finds every file at its new absolute path, from a directory without the relative layout', async () => {
+    const storage = join(dir, 'storage');
+    for (const sub of ['maps', 'general']) await mkdir(join(storage, sub), { recursive: true });
+    await writeFile(join(storage, 'maps', 'hosts.map'), 'a.test be_a\n');
+    await writeFile(join(storage, 'maps', 'blocked.lst'), '10.0.0.1\n');
+    await writeFile(join(storage, 'general', '503.http'), 'HTTP/1.0 503 Service Unavailable\r\n\r\nbusy\n');
+    const main = [
+      'global',
+      'defaults',
+      '  mode http',
+      '  timeout connect 1s',
+      '  timeout client 1s',
+      '  timeout server 1s',
+      'frontend fe',
+      `  bind 127.0.0.1:${await freePort()}`,
+      '  acl blocked src -f maps/blocked.lst',
+      '  http-request deny if blocked',
+      '  http-request set-map(maps/hosts.map) %[req.hdr(x-host)] %[req.hdr(x-backend)] if { req.hdr(x-backend) -m found }',
+      '  use_backend %[req.hdr(host),lower,map(maps/hosts.map,be_a)]',
+      '  errorfile 503 general/503.http',
+      'backend be_a',
+      '  server s1 127.0.0.1:1',
+      '',
+    ].join('\n');
+    const cwd = join(dir, 'elsewhere');
+    await mkdir(cwd);
+    const check = async (text: string) => {
+      await writeFile(join(cwd, 'haproxy.cfg'), text);
+      return run('haproxy', ['-c', '-f', 'haproxy.cfg'], { cwd }).then(
+        () => 'valid',
+        (err: { stderr?: string }) => err.stderr ?? 'failed',
+      );
+    };
+    assert.match(await check(main), /failed to open pattern file <maps\/blocked\.lst>/);
+    const rewritten = rewriteAuxRefs(main, (ref) => join(storage, ref.kind === 'maps' ? 'maps' : 'general', ref.name)).text;
+    assert.equal(await check(rewritten), 'valid');
+  });
+});
