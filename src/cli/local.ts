@@ -1,13 +1,14 @@
 import { resolve } from 'node:path';
 import { parseArgs } from 'node:util';
-import { from, of } from 'rxjs';
+import { type Observable, from, of } from 'rxjs';
 import { templateDirSource } from '../config/template-dir-source.ts';
 import type { RawConfig } from '../config/template-dir.ts';
 import { Validator } from '../haproxy/validate.ts';
+import type { ResourceChange } from '../k8s/resource.ts';
 import { folderSource } from '../local/folder-source.ts';
 import { compileWatches } from '../local/manifests.ts';
 import { LocalTarget } from '../local/target.ts';
-import { logLine } from '../observability/event-log.ts';
+import { startObservability } from '../observability/index.ts';
 import { createLogger } from '../observability/logger.ts';
 import { controller } from '../../streams/controller.ts';
 import { parseSets, shippedTemplates } from './args.ts';
@@ -18,6 +19,7 @@ import { controllerGraph } from './wiring.ts';
 export const localCommand: Command = {
   summary: 'run the controller on a folder of manifests, driving a local haproxy',
   usage: `Usage: haprx local DIR [--templates DIR] [--state-dir DIR] [--haproxy-bin PATH] [--set key=value ...]
+                  [--health-port N] [--metrics-port N] [--listen-address ADDR]
 
 Runs the controller until interrupted. Kubernetes objects come from the YAML files
 in DIR, which is watched: edit a file and haprx reconciles. haprx starts haproxy in
@@ -29,6 +31,12 @@ Options:
   --state-dir DIR     haproxy.cfg, maps and sockets (default: .haprx/state)
   --haproxy-bin PATH  the haproxy binary (default: haproxy on the PATH)
   --set key=value     a template value, e.g. --set httpPort=18080 (repeatable)
+  --health-port N     /healthz, /readyz and /debug/vars (default 8080; 0 turns it off)
+  --metrics-port N    Prometheus /metrics (default 9090; 0 turns it off)
+  --listen-address A  where both listen (default 127.0.0.1)
+
+Traces go to an OTLP/HTTP endpoint when OTEL_EXPORTER_OTLP_ENDPOINT (or
+OTEL_EXPORTER_OTLP_TRACES_ENDPOINT) is set, e.g. Jaeger's http://127.0.0.1:4318.
 `,
   async run(argv) {
     const { values, positionals } = parseArgs({
@@ -38,6 +46,9 @@ Options:
         'state-dir': { type: 'string', default: '.haprx/state' },
         'haproxy-bin': { type: 'string', default: 'haproxy' },
         set: { type: 'string', multiple: true, default: [] },
+        'health-port': { type: 'string', default: '8080' },
+        'metrics-port': { type: 'string', default: '9090' },
+        'listen-address': { type: 'string', default: '127.0.0.1' },
       },
       allowPositionals: true,
       strict: true,
@@ -51,10 +62,27 @@ Options:
       process.stderr.write(`haprx: ${sets.message}\n`);
       return 2;
     }
+    const ports: Record<string, number> = {};
+    for (const flag of ['health-port', 'metrics-port'] as const) {
+      const port = Number(values[flag]);
+      if (!Number.isInteger(port) || port < 0 || port > 65_535) {
+        process.stderr.write(`haprx: --${flag} ${values[flag]}: expected a port number (0 turns it off)\n`);
+        return 2;
+      }
+      ports[flag] = port;
+    }
     const manifests = resolve(positionals[0]!);
     const templates = resolve(values.templates ?? shippedTemplates());
     const stateDir = resolve(values['state-dir']);
     const log = createLogger();
+    const host = values['listen-address'];
+    // A busy port must not stop a local run: it goes on without that endpoint.
+    const obs = await startObservability({
+      log,
+      health: ports['health-port'] ? { port: ports['health-port'], host } : false,
+      metrics: ports['metrics-port'] ? { port: ports['metrics-port'], host } : false,
+      onListenError: 'warn',
+    });
     const target = new LocalTarget({
       bin: values['haproxy-bin'],
       stateDir,
@@ -66,23 +94,25 @@ Options:
 
     const events = controller(templateDirSource(templates), {
       decode: (raw: RawConfig) => (raw.ok ? loadControllerConfig(raw.raw) : { ok: false, path: raw.path, message: raw.message }),
-      graph: (loaded) =>
-        controllerGraph(loaded, {
+      graph: (loaded) => {
+        obs.setControllerConfig(loaded.config);
+        return controllerGraph(loaded, {
           changes: (watch) => {
             const compiled = compileWatches(watch);
-            return compiled.ok ? folderSource({ dir: manifests, watches: compiled.watches }) : of({ type: 'problem' as const, source: manifests, message: compiled.message });
+            const source$: Observable<ResourceChange> = compiled.ok
+              ? folderSource({ dir: manifests, watches: compiled.watches })
+              : of({ type: 'problem' as const, source: manifests, message: compiled.message });
+            return source$.pipe(obs.trackResources());
           },
           endpoints$: of([{ id: 'local', address: stateDir }]),
           validator,
           deployTo: (_endpoint, deployment) => from(target.deploy(deployment.config)),
           values: sets.values,
-        }),
+        });
+      },
     });
 
-    const subscription = events.subscribe((event) => {
-      const line = logLine(event);
-      log[line.level](line.fields, line.msg);
-    });
+    const subscription = events.subscribe((event) => obs.record(event));
     const signal = await new Promise<NodeJS.Signals>((resolveSignal) => {
       process.once('SIGINT', () => resolveSignal('SIGINT'));
       process.once('SIGTERM', () => resolveSignal('SIGTERM'));
@@ -90,6 +120,7 @@ Options:
     log.info(`${signal}: stopping`);
     subscription.unsubscribe();
     await target.stop();
+    await obs.close();
     return 0;
   },
 };

@@ -1,4 +1,4 @@
-import type { ControllerEvent, InstanceResult } from '../events.ts';
+import type { ControllerEvent, Deployment, InstanceResult } from '../events.ts';
 
 export type LogLevel = 'debug' | 'info' | 'warn' | 'error';
 
@@ -24,7 +24,7 @@ export function logLine(event: ControllerEvent): LogLine {
     case 'SourceProblem':
       return {
         level: 'warn',
-        msg: `${event.source}${event.line !== undefined ? `:${event.line}` : ''}: ${event.message}`,
+        msg: `${event.source}${event.line !== undefined ? `:${event.line}` : ''}: ${firstLine(event.message)}`,
         fields: { source: event.source, ...(event.resource !== undefined && { resource: event.resource }) },
       };
     case 'ReconcileTriggered': {
@@ -32,7 +32,7 @@ export function logLine(event: ControllerEvent): LogLine {
       const what = cause.changes.slice(0, 3).map((c) => `${c.type} ${c.kind ?? c.resource} ${c.namespace ? `${c.namespace}/` : ''}${c.name ?? ''}`.trim());
       const more = cause.changes.length > 3 ? ` and ${cause.changes.length - 3} more` : '';
       return {
-        level: 'debug',
+        level: 'info',
         msg: `reconcile #${seq} (${cause.reason}${what.length ? `: ${what.join(', ')}${more}` : ''})`,
         fields: { reconcile: seq, reason: cause.reason, changes: cause.changes.length },
       };
@@ -43,12 +43,12 @@ export function logLine(event: ControllerEvent): LogLine {
       return { level: 'debug', msg: 'rendered, nothing changed', fields: { reconcile: event.reconcile.seq, durationMs: event.durationMs } };
     case 'RenderFailed': {
       const { template, line, message } = event.error;
-      return { level: 'error', msg: `render failed at ${template}${line !== undefined ? `:${line}` : ''}: ${message}`, fields: { reconcile: event.reconcile.seq, template } };
+      return { level: 'error', msg: `render failed at ${template}${line !== undefined ? `:${line}` : ''}: ${firstLine(message)}`, fields: { reconcile: event.reconcile.seq, template } };
     }
     case 'Validated':
       return { level: 'debug', msg: `valid (checked in ${event.durationMs} ms)`, fields: { reconcile: event.reconcile.seq, hash: event.config.hash.slice(0, 12), durationMs: event.durationMs } };
     case 'ValidationFailed': {
-      const shown = event.problems.slice(0, MAX_PROBLEMS).map((p) => `${p.file}${p.line !== undefined ? `:${p.line}` : ''}: ${p.message.split('\n')[0]}`);
+      const shown = event.problems.slice(0, MAX_PROBLEMS).map((p) => `${p.file}${p.line !== undefined ? `:${p.line}` : ''}: ${firstLine(p.message)}`);
       const more = event.problems.length > MAX_PROBLEMS ? ` (and ${event.problems.length - MAX_PROBLEMS} more)` : '';
       return {
         level: 'error',
@@ -65,9 +65,9 @@ export function logLine(event: ControllerEvent): LogLine {
       };
     }
     case 'InstanceDeployed':
-      return { level: 'info', msg: `deployed to ${event.result.endpoint.id}: ${how(event.result)} in ${event.result.durationMs} ms`, fields: resultFields(event.deployment.id, event.result) };
+      return { level: 'info', msg: `deployed to ${event.result.endpoint.id}: ${how(event.result)} in ${event.result.durationMs} ms`, fields: resultFields(event.deployment, event.result) };
     case 'InstanceDeployFailed':
-      return { level: 'error', msg: `deployment to ${event.result.endpoint.id} failed: ${event.result.error ?? 'unknown error'}`, fields: resultFields(event.deployment.id, event.result) };
+      return { level: 'error', msg: `deployment to ${event.result.endpoint.id} failed: ${firstLine(event.result.error ?? 'unknown error')}`, fields: resultFields(event.deployment, event.result) };
     case 'DeploymentCompleted': {
       const ok = event.results.filter((r) => r.ok).length;
       return {
@@ -79,11 +79,16 @@ export function logLine(event: ControllerEvent): LogLine {
   }
 }
 
+/** Messages can carry a quoted line of input after the first; a log line keeps only the first. */
+function firstLine(text: string): string {
+  return text.split('\n', 1)[0] ?? '';
+}
+
 function how(result: InstanceResult): string {
   if (result.reloaded) return result.runtimeOps > 0 ? `reloaded, then ${result.runtimeOps} runtime change(s)` : 'reloaded';
   return result.runtimeOps > 0 ? `${result.runtimeOps} runtime change(s), no reload` : 'already up to date';
 }
 
-function resultFields(deployment: number, result: InstanceResult): Record<string, unknown> {
-  return { deployment, endpoint: result.endpoint.id, reloaded: result.reloaded, runtimeOps: result.runtimeOps, durationMs: result.durationMs };
+function resultFields(deployment: Deployment, result: InstanceResult): Record<string, unknown> {
+  return { deployment: deployment.id, reconcile: deployment.reconcile.seq, endpoint: result.endpoint.id, reloaded: result.reloaded, runtimeOps: result.runtimeOps, durationMs: result.durationMs };
 }

@@ -1,19 +1,32 @@
-import { pino, type Logger } from 'pino';
+import { type DestinationStream, type Logger, pino } from 'pino';
 
 export type { Logger };
+
+/** Field names that may hold a credential, wherever they appear in a logged object (two levels deep). */
+const SECRET_FIELDS = ['password', 'authorization', 'key', 'privateKey', 'token', 'secret', 'cookie', 'data', 'stringData'];
+export const REDACT_PATHS = SECRET_FIELDS.flatMap((f) => [f, `*.${f}`, `*.*.${f}`]);
+
+export interface LoggerOptions {
+  /** Pretty, coloured lines; by default when standard output is a terminal. */
+  pretty?: boolean;
+  level?: string;
+  /** Where JSON lines go (standard output by default); tests pass a stream. */
+  destination?: DestinationStream;
+}
 
 /**
  * The controller's logger: JSON lines by default (for log collectors), pretty and
  * coloured when standard output is a terminal. HAPRX_LOG_LEVEL sets the level.
  */
-export function createLogger(options: { pretty?: boolean; level?: string } = {}): Logger {
-  const pretty = options.pretty ?? process.stdout.isTTY === true;
+export function createLogger(options: LoggerOptions = {}): Logger {
+  const pretty = options.pretty ?? (options.destination === undefined && process.stdout.isTTY === true);
   const level = options.level ?? process.env.HAPRX_LOG_LEVEL ?? 'info';
-  return pino({
+  const settings = {
     level,
     base: undefined,
     // Never log these, wherever they appear in a logged object.
-    redact: { paths: ['password', '*.password', 'authorization', '*.authorization', 'key', '*.key'], censor: '[redacted]' },
+    redact: { paths: REDACT_PATHS, censor: '[redacted]' },
     ...(pretty && { transport: { target: 'pino-pretty', options: { colorize: true, translateTime: 'HH:MM:ss.l', ignore: 'pid,hostname' } } }),
-  });
+  };
+  return options.destination && !pretty ? pino(settings, options.destination) : pino(settings);
 }

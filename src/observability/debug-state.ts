@@ -1,0 +1,228 @@
+import { JSONPath } from 'jsonpath-plus';
+import type { ControllerConfig } from '../config/controller-config.ts';
+import type { ControllerEvent, InstanceResult } from '../events.ts';
+import { AUX_KINDS, type RenderedConfig, auxPath } from '../templating/rendered.ts';
+import type { LogLine } from './event-log.ts';
+import type { ReconcileLifecycle } from './lifecycle.ts';
+import { redactFields, redactHaproxyConfig, redactPem } from './redact.ts';
+
+export interface RecentEvent {
+  at: string;
+  type: ControllerEvent['type'];
+  level: LogLine['level'];
+  msg: string;
+  fields: Record<string, unknown>;
+  traceId?: string;
+}
+
+interface RenderedState {
+  reconcile: number;
+  generation: number;
+  at: number;
+  config: RenderedConfig;
+  status: 'validating' | 'valid' | 'invalid';
+  problems?: { file: string; line?: number; message: string }[];
+}
+
+interface LastDeployment {
+  id: number;
+  reason: string;
+  reconcile: number;
+  hash: string;
+  startedAt: number;
+  durationMs: number;
+  results: InstanceResult[];
+}
+
+export interface Health {
+  ok: boolean;
+  /** What has been in one stage longer than the bound. */
+  stalled: { what: string; stage: string; forMs: number }[];
+}
+
+export interface Readiness {
+  ready: boolean;
+  synced: boolean;
+  validConfig: boolean;
+}
+
+export interface DebugStateOptions {
+  lifecycle: ReconcileLifecycle;
+  resourceCounts(): ReadonlyMap<string, number>;
+  now(): number;
+  /** A stage open longer than this makes /healthz fail. */
+  stallAfterMs: number;
+  /** How many events /debug/vars keeps. */
+  recentEvents: number;
+  scrub(text: string): string;
+}
+
+/**
+ * What /healthz, /readyz and /debug/vars show, kept from the event stream. Nothing
+ * here holds an object from the cluster; the rendered configuration is redacted when
+ * it is shown (private keys, credentials in haproxy.cfg, learned Secret values).
+ */
+export class DebugState {
+  private readonly options: DebugStateOptions;
+  private readonly recent: RecentEvent[] = [];
+  private rendered: RenderedState | undefined;
+  private lastDeployment: LastDeployment | undefined;
+  private controllerConfig: ControllerConfig | undefined;
+  private generation = 0;
+  private synced = false;
+  private validConfig = false;
+  private leader = true;
+  private readonly startedAt: number;
+
+  constructor(options: DebugStateOptions) {
+    this.options = options;
+    this.startedAt = options.now();
+  }
+
+  setControllerConfig(config: ControllerConfig): void {
+    this.controllerConfig = config;
+  }
+
+  setLeader(leader: boolean): void {
+    this.leader = leader;
+  }
+
+  record(event: ControllerEvent, line: LogLine, now: number, traceId?: string): void {
+    this.recent.push({ at: new Date(now).toISOString(), type: event.type, level: line.level, msg: line.msg, fields: line.fields, ...(traceId && { traceId }) });
+    if (this.recent.length > this.options.recentEvents) this.recent.splice(0, this.recent.length - this.options.recentEvents);
+    switch (event.type) {
+      case 'ConfigAccepted':
+        this.generation = event.generation;
+        return;
+      case 'ReconcileTriggered':
+        // The trigger opens only when every watched set has listed: the initial sync is done.
+        this.synced = true;
+        return;
+      case 'Rendered':
+        this.rendered = { reconcile: event.reconcile.seq, generation: this.generation, at: now, config: event.config, status: 'validating' };
+        return;
+      case 'Validated':
+      case 'ValidationFailed':
+        if (this.rendered?.config.hash !== event.config.hash) return;
+        this.rendered.status = event.type === 'Validated' ? 'valid' : 'invalid';
+        if (event.type === 'Validated') this.validConfig = true;
+        else this.rendered.problems = event.problems.map((p) => ({ file: p.file, ...(p.line !== undefined && { line: p.line }), message: p.message }));
+        return;
+      case 'DeploymentCompleted': {
+        const d = event.deployment;
+        this.lastDeployment = { id: d.id, reason: d.reason, reconcile: d.reconcile.seq, hash: d.config.hash, startedAt: d.startedAt, durationMs: event.durationMs, results: [...event.results] };
+        return;
+      }
+      default:
+        return;
+    }
+  }
+
+  readiness(): Readiness {
+    return { ready: this.synced && this.validConfig, synced: this.synced, validConfig: this.validConfig };
+  }
+
+  health(now = this.options.now()): Health {
+    const bound = this.options.stallAfterMs;
+    const stalled: Health['stalled'] = [];
+    for (const r of this.options.lifecycle.reconciles) {
+      // Waiting in the scheduler is not a stall: it waits for instances, leadership or the interval.
+      if (r.stage !== 'queued' && now - r.stageSince > bound) stalled.push({ what: `reconcile #${r.reconcile.seq}`, stage: r.stage, forMs: now - r.stageSince });
+    }
+    for (const d of this.options.lifecycle.activeDeployments) {
+      if (d.reconcileKey === undefined && now - d.deployment.startedAt > bound)
+        stalled.push({ what: `deployment #${d.deployment.id}`, stage: 'deploying', forMs: now - d.deployment.startedAt });
+    }
+    return { ok: stalled.length === 0, stalled };
+  }
+
+  /** Everything /debug/vars shows, redacted. */
+  snapshot(): Record<string, unknown> {
+    const now = this.options.now();
+    const { scrub } = this.options;
+    const config = this.controllerConfig;
+    const lifecycle = this.options.lifecycle;
+    const snapshot = {
+      now: new Date(now).toISOString(),
+      uptimeSeconds: Math.round((now - this.startedAt) / 1000),
+      leader: this.leader,
+      readiness: this.readiness(),
+      health: this.health(now),
+      controller: {
+        generation: this.generation,
+        config: config && {
+          watch: config.watch,
+          settings: config.settings,
+          values: redactFields(config.values),
+          templates: redactFields(config.templates),
+        },
+      },
+      resources: Object.fromEntries(this.options.resourceCounts()),
+      rendered: this.rendered && {
+        reconcile: this.rendered.reconcile,
+        generation: this.rendered.generation,
+        at: new Date(this.rendered.at).toISOString(),
+        hash: this.rendered.config.hash,
+        status: this.rendered.status,
+        ...(this.rendered.problems && { problems: this.rendered.problems }),
+        files: renderedFiles(this.rendered.config),
+      },
+      scheduling: {
+        settings: config?.settings,
+        reconciles: lifecycle.reconciles.map((r) => ({
+          seq: r.reconcile.seq,
+          reason: r.reconcile.cause.reason,
+          changes: r.reconcile.cause.changes.length,
+          stage: r.stage,
+          sinceMs: now - r.stageSince,
+          triggeredAt: new Date(r.reconcile.at).toISOString(),
+        })),
+        deployments: lifecycle.activeDeployments.map((d) => ({
+          id: d.deployment.id,
+          reason: d.deployment.reason,
+          reconcile: d.deployment.reconcile.seq,
+          waitedMs: d.deployment.startedAt - d.deployment.queuedAt,
+          runningMs: now - d.deployment.startedAt,
+          endpoints: d.deployment.endpoints.map((e) => e.id),
+          pending: [...d.pending],
+        })),
+        lastDeployment: this.lastDeployment && {
+          ...this.lastDeployment,
+          startedAt: new Date(this.lastDeployment.startedAt).toISOString(),
+          results: this.lastDeployment.results.map((r) => ({
+            endpoint: r.endpoint.id,
+            ok: r.ok,
+            reloaded: r.reloaded,
+            runtimeOps: r.runtimeOps,
+            durationMs: r.durationMs,
+            ...(r.error !== undefined && { error: r.error.split('\n', 1)[0] }),
+          })),
+        },
+        ...(this.lastDeployment && config && config.settings.driftIntervalMs > 0 && {
+          driftRedeployDueAt: new Date(this.lastDeployment.startedAt + this.lastDeployment.durationMs + config.settings.driftIntervalMs).toISOString(),
+        }),
+      },
+      events: [...this.recent],
+    };
+    // Last line of defence: any value of a watched Secret, wherever it ended up.
+    return JSON.parse(JSON.stringify(snapshot, (_k, v: unknown) => (typeof v === 'string' ? scrub(v) : v))) as Record<string, unknown>;
+  }
+
+  /** The snapshot, or the part that a JSONPath expression selects (always a list of matches). */
+  select(field: string | null): { ok: true; value: unknown } | { ok: false; message: string } {
+    const json = this.snapshot();
+    if (field === null || field === '') return { ok: true, value: json };
+    try {
+      return { ok: true, value: JSONPath({ path: field, json, wrap: true, eval: 'safe' }) as unknown };
+    } catch (err) {
+      return { ok: false, message: `field=${field}: ${(err as Error).message}` };
+    }
+  }
+}
+
+/** Rendered files by the path haproxy.cfg uses for them: haproxy.cfg, maps/…, general/…, ssl/…. */
+function renderedFiles(config: RenderedConfig): Record<string, string> {
+  const files: Record<string, string> = { 'haproxy.cfg': redactHaproxyConfig(config.main) };
+  for (const kind of AUX_KINDS) for (const [name, content] of Object.entries(config[kind])) files[auxPath(kind, name)] = redactPem(content);
+  return files;
+}

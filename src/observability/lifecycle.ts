@@ -1,0 +1,173 @@
+import type { ControllerEvent, Deployment, Reconcile } from '../events.ts';
+
+/** Where an unfinished reconciliation is. */
+export type Stage = 'rendering' | 'validating' | 'queued' | 'deploying';
+
+export type ReconcileOutcome =
+  | 'deployed'
+  | 'deploy_failed'
+  | 'unchanged'
+  | 'render_failed'
+  | 'invalid'
+  /** A newer reconciliation replaced it before it was deployed (switchMap, or the scheduler's latest-wins). */
+  | 'superseded'
+  /** A new controller configuration rebuilt the graph. */
+  | 'cancelled';
+
+export const OUTCOMES: readonly ReconcileOutcome[] = ['deployed', 'deploy_failed', 'unchanged', 'render_failed', 'invalid', 'superseded', 'cancelled'];
+
+export interface OpenReconcile {
+  /** `generation/seq`: sequence numbers restart with each controller configuration. */
+  key: string;
+  generation: number;
+  reconcile: Reconcile;
+  stage: Stage;
+  stageSince: number;
+  deployment?: number;
+}
+
+export interface OpenDeployment {
+  key: string;
+  generation: number;
+  deployment: Deployment;
+  /** The reconciliation it completes; absent for redeploys (drift, a joining instance, a new leader). */
+  reconcileKey?: string;
+  pending: Set<string>;
+}
+
+export interface Ended {
+  entry: OpenReconcile;
+  outcome: ReconcileOutcome;
+  at: number;
+}
+
+/** What one event did to the reconciliations in flight. */
+export interface Step {
+  generation: number;
+  /** The reconciliation the event belongs to, if it is (or just was) open. */
+  entry?: OpenReconcile;
+  /** The deployment the event belongs to, for deployment events. */
+  deployment?: OpenDeployment;
+  /** Reconciliations that ended with this event, the event's own last. */
+  ended: Ended[];
+  /** Deployments that ended with this event (completed, or cancelled by a new configuration). */
+  deploymentsEnded: OpenDeployment[];
+}
+
+/**
+ * Follows each reconciliation through the graph from the events alone, mirroring its
+ * operators: a newer trigger cancels a render in progress (switchMap), a newer render
+ * cancels a validation, and a newer valid configuration replaces one waiting in the
+ * scheduler. So at most one reconciliation is open per stage, and nothing leaks.
+ */
+export class ReconcileLifecycle {
+  generation = 0;
+  private readonly open = new Map<string, OpenReconcile>();
+  private readonly deployments = new Map<string, OpenDeployment>();
+
+  get reconciles(): readonly OpenReconcile[] {
+    return [...this.open.values()];
+  }
+
+  get activeDeployments(): readonly OpenDeployment[] {
+    return [...this.deployments.values()];
+  }
+
+  apply(event: ControllerEvent, now: number): Step {
+    const step: Step = { generation: this.generation, ended: [], deploymentsEnded: [] };
+    const end = (entry: OpenReconcile, outcome: ReconcileOutcome) => {
+      this.open.delete(entry.key);
+      step.ended.push({ entry, outcome, at: now });
+    };
+    const supersede = (stage: Stage, except: string) => {
+      for (const entry of [...this.open.values()]) if (entry.stage === stage && entry.key !== except) end(entry, 'superseded');
+    };
+    const advance = (entry: OpenReconcile | undefined, stage: Stage) => {
+      if (entry) Object.assign(entry, { stage, stageSince: now });
+    };
+    switch (event.type) {
+      case 'ConfigAccepted':
+        for (const entry of [...this.open.values()]) end(entry, 'cancelled');
+        step.deploymentsEnded.push(...this.deployments.values());
+        this.deployments.clear();
+        this.generation = event.generation;
+        step.generation = event.generation;
+        return step;
+      case 'ConfigRejected':
+      case 'SourceProblem':
+        return step;
+      case 'ReconcileTriggered': {
+        const entry: OpenReconcile = { key: this.key(event.reconcile.seq), generation: this.generation, reconcile: event.reconcile, stage: 'rendering', stageSince: now };
+        supersede('rendering', entry.key);
+        this.open.set(entry.key, entry);
+        step.entry = entry;
+        return step;
+      }
+      case 'Rendered':
+      case 'Validated': {
+        const entry = this.find(event.reconcile);
+        const stage = event.type === 'Rendered' ? 'validating' : 'queued';
+        supersede(stage, entry?.key ?? '');
+        advance(entry, stage);
+        step.entry = entry;
+        return step;
+      }
+      case 'RenderUnchanged':
+      case 'RenderFailed':
+      case 'ValidationFailed': {
+        const entry = this.find(event.reconcile);
+        step.entry = entry;
+        if (entry) end(entry, event.type === 'RenderUnchanged' ? 'unchanged' : event.type === 'RenderFailed' ? 'render_failed' : 'invalid');
+        return step;
+      }
+      case 'DeploymentStarted': {
+        const { deployment } = event;
+        const entry = this.find(deployment.reconcile);
+        const owns = entry !== undefined && entry.stage === 'queued';
+        const open: OpenDeployment = {
+          key: this.key(deployment.id),
+          generation: this.generation,
+          deployment,
+          pending: new Set(deployment.endpoints.map((e) => e.id)),
+          ...(owns && { reconcileKey: entry.key }),
+        };
+        this.deployments.set(open.key, open);
+        if (owns) {
+          advance(entry, 'deploying');
+          entry.deployment = deployment.id;
+          step.entry = entry;
+        }
+        step.deployment = open;
+        return step;
+      }
+      case 'InstanceDeployed':
+      case 'InstanceDeployFailed':
+      case 'DeploymentCompleted': {
+        const open = this.deployments.get(this.key(event.deployment.id));
+        step.deployment = open;
+        const entry = open?.reconcileKey !== undefined ? this.open.get(open.reconcileKey) : undefined;
+        step.entry = entry;
+        if (event.type !== 'DeploymentCompleted') {
+          open?.pending.delete(event.result.endpoint.id);
+          return step;
+        }
+        if (open) {
+          this.deployments.delete(open.key);
+          step.deploymentsEnded.push(open);
+        }
+        if (entry) end(entry, event.results.every((r) => r.ok) ? 'deployed' : 'deploy_failed');
+        return step;
+      }
+    }
+  }
+
+  private key(n: number): string {
+    return `${this.generation}/${n}`;
+  }
+
+  private find(reconcile: Reconcile): OpenReconcile | undefined {
+    const entry = this.open.get(this.key(reconcile.seq));
+    // The same seq from an older graph is not this reconciliation.
+    return entry && (entry.reconcile === reconcile || entry.reconcile.at === reconcile.at) ? entry : undefined;
+  }
+}
