@@ -66,7 +66,7 @@ export class EventTracer {
         if (!step.entry) break;
         const span = this.tracer.startSpan(
           'reconcile',
-          { root: true, startTime: event.reconcile.at, attributes: reconcileAttributes(event.reconcile, step.generation) },
+          { root: true, startTime: time(event.reconcile.at), attributes: reconcileAttributes(event.reconcile, step.generation) },
           ROOT_CONTEXT,
         );
         this.roots.set(step.entry.key, { span, ctx: trace.setSpan(ROOT_CONTEXT, span) });
@@ -114,13 +114,13 @@ export class EventTracer {
           const links: Link[] = origin ? [{ context: origin, attributes: { 'haprx.link': 'reconcile' } }] : [];
           ownRoot = this.tracer.startSpan(
             'redeploy',
-            { root: true, startTime: Math.min(deployment.queuedAt, deployment.startedAt), links, attributes: { ...attributes, 'haprx.reconcile.seq': deployment.reconcile.seq } },
+            { root: true, startTime: time(Math.min(deployment.queuedAt, deployment.startedAt)), links, attributes: { ...attributes, 'haprx.reconcile.seq': deployment.reconcile.seq } },
             ROOT_CONTEXT,
           );
           parent = trace.setSpan(ROOT_CONTEXT, ownRoot);
         }
         this.child(parent, 'schedule.wait', deployment.queuedAt, deployment.startedAt, { 'haprx.deployment.reason': deployment.reason });
-        const span = this.tracer.startSpan('deploy', { startTime: deployment.startedAt, attributes }, parent);
+        const span = this.tracer.startSpan('deploy', { startTime: time(deployment.startedAt), attributes }, parent);
         this.deploys.set(open.key, { span, ctx: trace.setSpan(parent, span), ...(ownRoot && { ownRoot }) });
         break;
       }
@@ -155,10 +155,10 @@ export class EventTracer {
         const end = open.deployment.startedAt + event.durationMs;
         deploy.span.setAttributes({ 'haprx.deployment.ok': event.results.length - failed.length, 'haprx.deployment.failed': failed.length });
         if (failed.length > 0) deploy.span.setStatus({ code: SpanStatusCode.ERROR, message: `${failed.length} of ${event.results.length} instance(s) failed` });
-        deploy.span.end(end);
+        deploy.span.end(time(end));
         if (deploy.ownRoot) {
           if (failed.length > 0) deploy.ownRoot.setStatus({ code: SpanStatusCode.ERROR, message: `${failed.length} of ${event.results.length} instance(s) failed` });
-          deploy.ownRoot.end(end);
+          deploy.ownRoot.end(time(end));
         }
         this.deploys.delete(open.key);
         break;
@@ -172,7 +172,7 @@ export class EventTracer {
       if (!ended) continue;
       ended.span.setAttribute('haprx.reconcile.outcome', outcome);
       if (FAILED.has(outcome)) ended.span.setStatus({ code: SpanStatusCode.ERROR, message: ended.error ?? outcome });
-      ended.span.end(Math.max(at, entry.reconcile.at));
+      ended.span.end(time(Math.max(at, entry.reconcile.at)));
       this.roots.delete(entry.key);
       this.finished.set(entry.key, ended.span.spanContext());
       if (this.finished.size > 64) this.finished.delete(this.finished.keys().next().value!);
@@ -183,13 +183,13 @@ export class EventTracer {
   endAll(now: number): void {
     for (const [key, deploy] of this.deploys) {
       deploy.span.setStatus({ code: SpanStatusCode.ERROR, message: 'cancelled: the controller stopped' });
-      deploy.span.end(now);
-      deploy.ownRoot?.end(now);
+      deploy.span.end(time(now));
+      deploy.ownRoot?.end(time(now));
       this.deploys.delete(key);
     }
     for (const [key, root] of this.roots) {
       root.span.setAttribute('haprx.reconcile.outcome', 'cancelled');
-      root.span.end(now);
+      root.span.end(time(now));
       this.roots.delete(key);
     }
   }
@@ -198,16 +198,25 @@ export class EventTracer {
     const deploy = this.deploys.get(open.key);
     if (!deploy) return;
     deploy.span.setStatus({ code: SpanStatusCode.ERROR, message: 'cancelled: a new controller configuration replaced the graph' });
-    deploy.span.end(now);
-    deploy.ownRoot?.end(now);
+    deploy.span.end(time(now));
+    deploy.ownRoot?.end(time(now));
     this.deploys.delete(open.key);
   }
 
   private child(parent: Context, name: string, start: number, end: number, attributes: Attributes, error?: string, kind: SpanKind = SpanKind.INTERNAL): void {
-    const span = this.tracer.startSpan(name, { kind, startTime: Math.min(start, end), attributes }, parent);
+    const span = this.tracer.startSpan(name, { kind, startTime: time(Math.min(start, end)), attributes }, parent);
     if (error !== undefined) span.setStatus({ code: SpanStatusCode.ERROR, message: error });
-    span.end(end);
+    span.end(time(end));
   }
+}
+
+/**
+ * Event times are milliseconds of the scheduler's clock (Date.now in production). As
+ * Dates they are taken as wall-clock time; a bare number below performance.now()
+ * would be read by the SDK as a performance timestamp.
+ */
+function time(ms: number): Date {
+  return new Date(ms);
 }
 
 function firstLine(text: string): string {

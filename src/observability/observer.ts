@@ -1,0 +1,125 @@
+import type { Tracer } from '@opentelemetry/api';
+import type { MonoTypeOperatorFunction } from 'rxjs';
+import type { ControllerConfig } from '../config/controller-config.ts';
+import type { ControllerEvent } from '../events.ts';
+import type { ResourceChange } from '../k8s/resource.ts';
+import { DebugState } from './debug-state.ts';
+import { logLine } from './event-log.ts';
+import { type Handler, json } from './http.ts';
+import { ReconcileLifecycle } from './lifecycle.ts';
+import type { Logger } from './logger.ts';
+import { ControllerMetrics } from './metrics.ts';
+import { SecretScrubber } from './redact.ts';
+import { ResourceCounter } from './resources.ts';
+import { EventTracer } from './tracing.ts';
+
+export interface ObserverOptions {
+  log: Logger;
+  /** The graph scheduler's clock (event times are in it); default Date.now. */
+  now?: () => number;
+  /** Spans go here; without one, no traces. */
+  tracer?: Tracer;
+  /** A stage (render, validate, deploy) open longer than this fails /healthz; default 120 s. */
+  stallAfterMs?: number;
+  /** Events kept for /debug/vars; default 100. */
+  recentEvents?: number;
+  /** Process metrics (CPU, memory, event loop, GC); default true. */
+  defaultMetrics?: boolean;
+  /** Whether /debug/vars is served (default true). */
+  debugVars?: boolean;
+}
+
+export interface Observer {
+  /** Feeds one controller event to the logs, metrics, traces and debug state. Never throws. */
+  record(event: ControllerEvent): void;
+  /** Wraps a graph's change source to count objects per watched set (and learn Secret values to scrub). */
+  trackResources(): MonoTypeOperatorFunction<ResourceChange>;
+  /** The controller configuration the running graph was built from (shown, redacted, in /debug/vars). */
+  setControllerConfig(config: ControllerConfig): void;
+  setLeader(leader: boolean): void;
+  readonly metrics: ControllerMetrics;
+  readonly debug: DebugState;
+  /** /healthz, /readyz and /debug/vars. */
+  readonly healthRoutes: Readonly<Record<string, Handler>>;
+  /** /metrics. */
+  readonly metricsRoutes: Readonly<Record<string, Handler>>;
+  /** Ends the spans still open (the controller stops). */
+  endTraces(): void;
+}
+
+/**
+ * Everything observability makes of the event stream, without IO of its own: the
+ * servers and the exporter are added by startObservability. Each event goes through
+ * the lifecycle once, and what it made of the event feeds metrics, traces, the
+ * debug state and one log line.
+ */
+export function createObserver(options: ObserverOptions): Observer {
+  const { log } = options;
+  const now = options.now ?? Date.now;
+  const scrubber = new SecretScrubber();
+  const scrub = (text: string) => scrubber.scrub(text);
+  const resources = new ResourceCounter(scrubber);
+  const lifecycle = new ReconcileLifecycle();
+  const metrics = new ControllerMetrics({ lifecycle, resourceCounts: () => resources.counts(), now }, { defaultMetrics: options.defaultMetrics ?? true });
+  const debug = new DebugState({
+    lifecycle,
+    resourceCounts: () => resources.counts(),
+    now,
+    stallAfterMs: options.stallAfterMs ?? 120_000,
+    recentEvents: options.recentEvents ?? 100,
+    scrub,
+  });
+  const tracer = options.tracer && new EventTracer(options.tracer, scrub);
+
+  const healthRoutes: Record<string, Handler> = {
+    '/healthz': () => {
+      const health = debug.health();
+      return json(health.ok ? 200 : 503, { status: health.ok ? 'ok' : 'stalled', stalled: health.stalled });
+    },
+    '/readyz': () => {
+      const r = debug.readiness();
+      const missing = [...(r.synced ? [] : ['the initial sync of every watched set']), ...(r.validConfig ? [] : ['a configuration that haproxy accepted'])];
+      return json(r.ready ? 200 : 503, { status: r.ready ? 'ready' : 'not ready', ...(missing.length > 0 && { waitingFor: missing }) });
+    },
+    ...(options.debugVars !== false && {
+      '/debug/vars': (url: URL) => {
+        const selected = debug.select(url.searchParams.get('field'));
+        return selected.ok ? json(200, selected.value) : json(400, { error: selected.message });
+      },
+    }),
+  };
+  const metricsRoutes: Record<string, Handler> = {
+    '/metrics': async () => ({ status: 200, type: metrics.registry.contentType, body: await metrics.registry.metrics() }),
+  };
+
+  return {
+    record(event) {
+      try {
+        const at = now();
+        const step = lifecycle.apply(event, at);
+        metrics.record(event, step);
+        tracer?.handle(event, step, at);
+        const traceId = tracer?.traceId(step);
+        const line = logLine(event);
+        line.msg = scrub(line.msg);
+        debug.record(event, line, at, traceId);
+        metrics.setReady(debug.readiness().ready);
+        log[line.level]({ event: event.type, ...line.fields, ...(traceId && { trace_id: traceId }) }, line.msg);
+      } catch (err) {
+        // Observability must never take the controller down.
+        log.error({ err: (err as Error).message }, `observability failed on ${event.type}`);
+      }
+    },
+    trackResources: () => resources.track(),
+    setControllerConfig: (config) => debug.setControllerConfig(config),
+    setLeader(leader) {
+      metrics.setLeader(leader);
+      debug.setLeader(leader);
+    },
+    metrics,
+    debug,
+    healthRoutes,
+    metricsRoutes,
+    endTraces: () => tracer?.endAll(now()),
+  };
+}

@@ -1,0 +1,237 @@
+/**
+ * The whole stream graph in virtual time, with observability as the consumer of its
+ * events: metric values, the span tree of each reconciliation with exact times, the
+ * outcomes the lifecycle gives, and health. No stage is touched.
+ */
+import assert from 'node:assert/strict';
+import { describe, it } from 'node:test';
+import { InMemorySpanExporter, NodeTracerProvider, SimpleSpanProcessor } from '@opentelemetry/sdk-trace-node';
+import { type Observable, concat, of, throwError } from 'rxjs';
+import { DEFAULT_SETTINGS } from '../../src/config/controller-config.ts';
+import type { ControllerEvent, Endpoint, InstanceOutcome } from '../../src/events.ts';
+import type { ResourceChange } from '../../src/k8s/resource.ts';
+import { type Observer, createObserver } from '../../src/observability/observer.ts';
+import { sealRendered } from '../../src/templating/rendered.ts';
+import { type GraphDeps, type GraphSettings, graph } from '../../streams/graph.ts';
+import type { RenderOutcome } from '../../streams/render.ts';
+import type { ValidateOutcome } from '../../streams/validate.ts';
+import { OK, endpoint, marbles, synced, upsert } from '../../marble-tests/helpers.ts';
+import { capturedLogger, outline, spanTrees, value } from './support.ts';
+
+type Cold = <T>(marbles: string, values?: Record<string, T>) => Observable<T>;
+
+const settings: GraphSettings = { ...DEFAULT_SETTINGS, watched: [{ name: 'services' }, { name: 'slices' }] };
+
+/** Render 10 ms (lists the services; a service named boom throws), validate 50 ms (refuses "bad"), deploy 20 ms. */
+function fakes(cold: Cold, changes$: Observable<ResourceChange>, endpoints: readonly Endpoint[], deploy?: (e: Endpoint) => Observable<InstanceOutcome>): GraphDeps {
+  return {
+    changes$,
+    endpoints$: of(endpoints),
+    render: ({ resources }) => {
+      const names = resources.get('services')!.list().map((s) => s.metadata.name);
+      if (names.includes('boom')) return concat(cold<RenderOutcome>('10ms |'), throwError(() => new Error('boom: cannot read spec.ports\n  at line 3')));
+      return cold<RenderOutcome>('10ms (r|)', { r: { ok: true, config: sealRendered({ main: names.join('+'), maps: {}, files: {}, certs: {} }) } });
+    },
+    validate: (config) => cold<ValidateOutcome>('50ms (r|)', { r: config.main.includes('bad') ? { ok: false, problems: [{ file: 'haproxy.cfg', line: 7, message: 'bad' }] } : { ok: true } }),
+    deployTo: (e) => deploy?.(e) ?? cold<InstanceOutcome>('20ms (r|)', { r: OK }),
+  };
+}
+
+interface Run {
+  obs: Observer;
+  trees: ReturnType<typeof spanTrees>;
+  spans: ReturnType<InMemorySpanExporter['getFinishedSpans']>;
+  lines: string[];
+  probes: Map<number, unknown>;
+}
+
+/** Runs ConfigAccepted + the graph for `ms` of virtual time, every event into one observer. */
+function observed(setup: (cold: Cold, hot: Cold) => { deps: GraphDeps; settings?: GraphSettings }, ms: number, probe?: Record<number, (obs: Observer) => unknown>): Run {
+  const scheduler = marbles();
+  const exporter = new InMemorySpanExporter();
+  const provider = new NodeTracerProvider({ spanProcessors: [new SimpleSpanProcessor(exporter)] });
+  const { log, lines } = capturedLogger();
+  const obs = createObserver({ log, now: () => scheduler.now(), tracer: provider.getTracer('test'), defaultMetrics: false, stallAfterMs: 10_000 });
+  const probes = new Map<number, unknown>();
+  scheduler.run(({ cold, hot, flush }) => {
+    const built = setup(cold, hot);
+    const events$ = concat(of<ControllerEvent>({ type: 'ConfigAccepted', generation: 1 }), graph(built.settings ?? settings, built.deps));
+    const subscription = events$.subscribe((event) => obs.record(event));
+    for (const [at, read] of Object.entries(probe ?? {})) scheduler.schedule(() => probes.set(Number(at), read(obs)), Number(at));
+    scheduler.schedule(() => subscription.unsubscribe(), ms);
+    flush();
+  });
+  return { obs, spans: exporter.getFinishedSpans(), trees: spanTrees(exporter.getFinishedSpans()), lines, probes };
+}
+
+describe('observability of the graph (virtual time)', () => {
+  it('counts reconciliations, validations, deployments, scheduler waits and instance results', async () => {
+    const { obs } = observed((cold, hot) => {
+      const changes = hot<ResourceChange>('a 9ms b 9ms s 79ms t 899ms c 49ms d 49ms f', {
+        a: upsert('services', 'web', '1'),
+        b: upsert('slices', 'web-1', '1'),
+        s: synced('services'),
+        t: synced('slices'),
+        c: upsert('services', 'api', '1'),
+        d: upsert('services', 'db', '1'),
+        f: upsert('services', 'web', '2'),
+      });
+      return { deps: fakes(cold, changes, [endpoint('e1'), endpoint('e2')]) };
+    }, 5_000);
+    const r = obs.metrics.registry;
+    assert.equal(await value(r, 'haprx_reconciliations_total', { reason: 'config' }), 1);
+    assert.equal(await value(r, 'haprx_reconciliations_total', { reason: 'resources' }), 1);
+    assert.equal(await value(r, 'haprx_reconciliation_errors_total'), 0);
+    // T1 at 100 → done at 180; T2 at 1600 → done at 2180 (it waited 1660 → 2160 in the scheduler).
+    assert.equal(await value(r, 'haprx_reconciliation_duration_seconds_count', { outcome: 'deployed' }), 2);
+    assert.equal(await value(r, 'haprx_reconciliation_duration_seconds_sum', { outcome: 'deployed' }), 0.08 + 0.58);
+    assert.equal(await value(r, 'haprx_render_duration_seconds_sum', { result: 'changed' }), 0.02);
+    assert.equal(await value(r, 'haprx_validations_total'), 2);
+    assert.equal(await value(r, 'haprx_validation_errors_total'), 0);
+    assert.equal(await value(r, 'haprx_validation_duration_seconds_sum', { result: 'valid' }), 0.1);
+    assert.equal(await value(r, 'haprx_deployments_total', { reason: 'change' }), 2);
+    assert.equal(await value(r, 'haprx_deployment_errors_total', { reason: 'change' }), 0);
+    assert.equal(await value(r, 'haprx_deployment_duration_seconds_sum', { reason: 'change' }), 0.04);
+    assert.equal(await value(r, 'haprx_deployment_wait_seconds_sum', { reason: 'change' }), 0.5);
+    assert.equal(await value(r, 'haprx_deployments_in_progress'), 0);
+    for (const id of ['e1', 'e2']) {
+      assert.equal(await value(r, 'haprx_instance_deploys_total', { endpoint: id, result: 'ok' }), 2);
+      assert.equal(await value(r, 'haprx_instance_updates_total', { endpoint: id, mode: 'runtime' }), 2);
+      assert.equal(await value(r, 'haprx_instance_updates_total', { endpoint: id, mode: 'reload' }), undefined);
+      assert.equal(await value(r, 'haprx_runtime_operations_total', { endpoint: id }), 2);
+    }
+    assert.equal(await value(r, 'haprx_events_total', { type: 'InstanceDeployed' }), 4);
+    assert.equal(await value(r, 'haprx_events_total', { type: 'ReconcileTriggered' }), 2);
+    assert.equal(await value(r, 'haprx_events_total', { type: 'ConfigAccepted' }), 1);
+    assert.equal(await value(r, 'haprx_last_successful_deployment_timestamp_seconds'), 2.18);
+    assert.equal(await value(r, 'haprx_ready'), 1);
+    assert.equal(await value(r, 'haprx_config_generation'), 1);
+  });
+
+  it('builds one span tree per reconciliation with the times of the events, and records the triggering changes', () => {
+    const { trees } = observed((cold, hot) => {
+      const changes = hot<ResourceChange>('a 9ms b 9ms s 79ms t 899ms c 49ms d 49ms f', {
+        a: upsert('services', 'web', '1'),
+        b: upsert('slices', 'web-1', '1'),
+        s: synced('services'),
+        t: synced('slices'),
+        c: upsert('services', 'api', '7'),
+        d: upsert('services', 'db', '8'),
+        f: upsert('services', 'web', '9'),
+      });
+      return { deps: fakes(cold, changes, [endpoint('e1'), endpoint('e2')]) };
+    }, 5_000);
+    assert.deepEqual(trees.map(outline), [
+      'reconcile[100-180](render[100-110] validate[110-160] deploy[160-180](deploy.instance[160-180] deploy.instance[160-180]) schedule.wait[160-160])',
+      // Valid at 1660; the scheduler holds it until 2 s after the first deployment started.
+      'reconcile[1600-2180](render[1600-1610] validate[1610-1660] schedule.wait[1660-2160] deploy[2160-2180](deploy.instance[2160-2180] deploy.instance[2160-2180]))',
+    ]);
+    const [first, second] = trees;
+    assert.equal(first!.attributes['haprx.reconcile.reason'], 'config');
+    assert.equal(first!.attributes['haprx.reconcile.outcome'], 'deployed');
+    assert.deepEqual(second!.attributes['haprx.changes.name'], ['api', 'db', 'web']);
+    assert.deepEqual(second!.attributes['haprx.changes.kind'], ['Service', 'Service', 'Service']);
+    assert.deepEqual(second!.attributes['haprx.changes.namespace'], ['default', 'default', 'default']);
+    assert.deepEqual(second!.attributes['haprx.changes.resource_version'], ['7', '8', '9']);
+    assert.deepEqual(second!.attributes['haprx.changes.type'], ['upsert', 'upsert', 'upsert']);
+    assert.equal(second!.attributes['haprx.changes.count'], 3);
+    const instances = second!.children.find((c) => c.name === 'deploy')!.children;
+    assert.deepEqual(instances.map((i) => i.attributes['haprx.endpoint.id']).sort(), ['e1', 'e2']);
+    assert.equal(instances[0]!.attributes['haprx.endpoint.address'], `http://${instances[0]!.attributes['haprx.endpoint.id']}:5555`);
+  });
+
+  it('ends a reconciliation whose render a newer trigger cancelled as superseded, and marks failures on their spans', async () => {
+    // No debounce: each change reconciles at once, so a change 5 ms into a 10 ms render cancels it.
+    const quick: GraphSettings = { ...settings, debounceMs: 0, watched: [{ name: 'services' }] };
+    const { obs, trees } = observed((cold, hot) => {
+      const changes = hot<ResourceChange>('s 99ms a 4ms b 995ms c 999ms d', {
+        s: synced('services'),
+        a: upsert('services', 'web', '1'),
+        b: upsert('services', 'api', '1'),
+        c: upsert('services', 'bad', '1'),
+        d: upsert('services', 'boom', '1'),
+      });
+      return { deps: fakes(cold, changes, [endpoint('e1')]), settings: quick };
+    }, 5_000);
+    const r = obs.metrics.registry;
+    assert.deepEqual(trees.map(outline), [
+      'reconcile[0-80](render[0-10] validate[10-60] deploy[60-80](deploy.instance[60-80]) schedule.wait[60-60])',
+      // Its render was cancelled 5 ms in by the next trigger.
+      'reconcile[100-105]',
+      // Valid at 165, it waits until 2 s after the first deployment started; the refused and
+      // the failed reconciliations in between do not replace it.
+      'reconcile[105-2080](render[105-115] validate[115-165] schedule.wait[165-2060] deploy[2060-2080](deploy.instance[2060-2080]))',
+      'reconcile[1101-1161]!(render[1101-1111] validate[1111-1161]!)',
+      'reconcile[2101-2111]!(render[2101-2111]!)',
+    ]);
+    assert.equal(trees[1]!.attributes['haprx.reconcile.outcome'], 'superseded');
+    assert.equal(trees[3]!.attributes['haprx.reconcile.outcome'], 'invalid');
+    assert.equal(trees[3]!.error, 'refused by haproxy: haproxy.cfg:7: bad');
+    assert.equal(trees[4]!.attributes['haprx.reconcile.outcome'], 'render_failed');
+    assert.equal(trees[4]!.error, 'render failed at (render): boom: cannot read spec.ports');
+    assert.equal(await value(r, 'haprx_reconciliation_duration_seconds_count', { outcome: 'superseded' }), 1);
+    assert.equal(await value(r, 'haprx_reconciliation_errors_total', { stage: 'validate' }), 1);
+    assert.equal(await value(r, 'haprx_reconciliation_errors_total', { stage: 'render' }), 1);
+    assert.equal(await value(r, 'haprx_validation_errors_total'), 1);
+    assert.equal(await value(r, 'haprx_render_duration_seconds_count', { result: 'failed' }), 1);
+    assert.equal(await value(r, 'haprx_deployments_total', { reason: 'change' }), 2);
+    assert.equal(await value(r, 'haprx_deployment_wait_seconds_sum', { reason: 'change' }), (2060 - 165) / 1000);
+  });
+
+  it('traces a drift redeploy as a trace of its own, linked to the reconciliation that produced the configuration', () => {
+    const { trees, spans } = observed((cold) => {
+      const changes: Observable<ResourceChange> = of(upsert('services', 'web', '1'), synced('services'));
+      return { deps: fakes(cold, changes, [endpoint('e1')]), settings: { ...settings, watched: [{ name: 'services' }], driftIntervalMs: 10_000 } };
+    }, 15_000);
+    assert.deepEqual(trees.map(outline), [
+      'reconcile[0-80](render[0-10] validate[10-60] deploy[60-80](deploy.instance[60-80]) schedule.wait[60-60])',
+      // Nothing deployed for 10 s after the deployment was requested at 60.
+      'redeploy[10060-10080](deploy[10060-10080](deploy.instance[10060-10080]) schedule.wait[10060-10060])',
+    ]);
+    const reconcile = spans.find((s) => s.name === 'reconcile')!;
+    const redeploy = spans.find((s) => s.name === 'redeploy')!;
+    assert.equal(redeploy.attributes['haprx.deployment.reason'], 'drift');
+    assert.deepEqual(redeploy.links.map((l) => l.context.spanId), [reconcile.spanContext().spanId]);
+    assert.notEqual(redeploy.spanContext().traceId, reconcile.spanContext().traceId);
+  });
+
+  it('reports a deployment that hangs past the stall bound on /healthz, and deploy failures per endpoint', async () => {
+    const { obs, probes } = observed(
+      (cold) => {
+        const changes: Observable<ResourceChange> = of(upsert('services', 'web', '1'), synced('services'));
+        // e1 answers, e2 never does: the deploy stage times it out after 30 s.
+        return {
+          deps: fakes(cold, changes, [endpoint('e1'), endpoint('e2')], (e) => (e.id === 'e1' ? cold<InstanceOutcome>('20ms (r|)', { r: OK }) : cold<InstanceOutcome>('-'))),
+          settings: { ...settings, watched: [{ name: 'services' }] },
+        };
+      },
+      40_000,
+      {
+        5_000: (obs) => obs.debug.health(),
+        20_000: (obs) => obs.debug.health(),
+        35_000: (obs) => obs.debug.health(),
+      },
+    );
+    assert.deepEqual(probes.get(5_000), { ok: true, stalled: [] });
+    assert.deepEqual(probes.get(20_000), { ok: false, stalled: [{ what: 'reconcile #1', stage: 'deploying', forMs: 20_000 - 60 }] });
+    assert.deepEqual(probes.get(35_000), { ok: true, stalled: [] });
+    const r = obs.metrics.registry;
+    assert.equal(await value(r, 'haprx_instance_deploys_total', { endpoint: 'e1', result: 'ok' }), 1);
+    assert.equal(await value(r, 'haprx_instance_deploys_total', { endpoint: 'e2', result: 'failed' }), 1);
+    assert.equal(await value(r, 'haprx_deployment_errors_total', { reason: 'change' }), 1);
+    assert.equal(await value(r, 'haprx_reconciliation_errors_total', { stage: 'deploy' }), 1);
+    assert.equal(await value(r, 'haprx_last_successful_deployment_timestamp_seconds'), 0);
+  });
+
+  it('logs one line per event, each with the trace id of its reconciliation', () => {
+    const { lines, spans } = observed((cold) => {
+      const changes: Observable<ResourceChange> = of(upsert('services', 'web', '1'), synced('services'));
+      return { deps: fakes(cold, changes, [endpoint('e1')]), settings: { ...settings, watched: [{ name: 'services' }] } };
+    }, 1_000);
+    const records = lines.map((l) => JSON.parse(l) as { event?: string; msg: string; trace_id?: string });
+    assert.deepEqual(records.map((r) => r.event), ['ConfigAccepted', 'ReconcileTriggered', 'Rendered', 'Validated', 'DeploymentStarted', 'InstanceDeployed', 'DeploymentCompleted']);
+    const traceId = spans.find((s) => s.name === 'reconcile')!.spanContext().traceId;
+    assert.deepEqual(records.slice(1).map((r) => r.trace_id), Array(6).fill(traceId));
+    assert.equal(records[5]!.msg, 'deployed to e1: 1 runtime change(s), no reload in 20 ms');
+  });
+});
