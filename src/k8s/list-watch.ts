@@ -1,0 +1,309 @@
+import { Observable } from 'rxjs';
+import { type KubeApi, type ResourceRef, describeError, resourcePath } from './api.ts';
+import { type BackoffOptions, DEFAULT_BACKOFF, backoffDelay } from './backoff.ts';
+import { type KubeObject, type ResourceChange, objectKey } from './resource.ts';
+import { fieldSelector as parseFieldFilter } from './selector.ts';
+import { DEFAULT_STRIP, stripFields } from './store.ts';
+
+/** One resource set to list and watch. */
+export interface WatchSpec {
+  /** The set's name, carried by every change as `resource`. */
+  name: string;
+  apiVersion: string;
+  /** The plural, e.g. `ingresses`, `httproutes`, or a CRD's. */
+  resource: string;
+  /** Only this namespace; every namespace when undefined. */
+  namespace?: string;
+  /** Applied by the API server. */
+  labelSelector?: string;
+  /** Applied by the API server; it supports `metadata.name` and `metadata.namespace` for every resource. */
+  serverFieldSelector?: string;
+  /** Applied here, after each list and watch event (src/k8s/selector.ts syntax: any field, JSONPath allowed). */
+  fieldSelector?: string;
+  /** Dotted paths removed before an object is passed on; DEFAULT_STRIP when undefined. */
+  strip?: readonly string[];
+}
+
+export interface ListWatchOptions {
+  /** Lists are read in pages of this many objects. */
+  pageSize?: number;
+  /** Each watch asks the API server to end it after a random time in this range (seconds), as client-go does. */
+  watchTimeoutSeconds?: readonly [number, number];
+  /**
+   * A watch on which nothing arrives for this long, not even a bookmark, is
+   * abandoned and resumed from its resourceVersion: a dead connection is silent.
+   * @kubernetes/client-node 2.x aborts a stream after 30 s without data anyway, so
+   * a longer value has no effect.
+   */
+  silenceMs?: number;
+  /** Delays between retries after failures. */
+  backoff?: BackoffOptions;
+  /** A watch that ends sooner than this having delivered nothing counts as a failure and backs off. */
+  minWatchMs?: number;
+  random?: () => number;
+  /** What the loop does, for debug logs and tests. */
+  onDiagnostic?: (diagnostic: ListWatchDiagnostic) => void;
+}
+
+export type ListWatchDiagnostic =
+  | { type: 'listed'; set: string; items: number; pages: number; resourceVersion: string }
+  | { type: 'watching'; set: string; resourceVersion: string }
+  | { type: 'watch-ended'; set: string; reason: WatchEnd['reason']; events: number; message?: string }
+  | { type: 'retry'; set: string; attempt: number; delayMs: number; message: string };
+
+interface WatchEnd {
+  /** closed: the server ended it; gone: 410, relist; silent: nothing arrived for silenceMs; error: anything else. */
+  reason: 'closed' | 'gone' | 'silent' | 'error';
+  events: number;
+  durationMs: number;
+  message?: string;
+}
+
+export const LIST_WATCH_DEFAULTS = {
+  pageSize: 500,
+  watchTimeoutSeconds: [300, 600] as const,
+  silenceMs: 30_000,
+  minWatchMs: 1_000,
+};
+
+interface KubeList {
+  kind?: string;
+  apiVersion?: string;
+  metadata?: { resourceVersion?: string; continue?: string };
+  items?: KubeObject[];
+}
+
+/**
+ * One resource set as an observable of changes, the way an informer keeps it:
+ *
+ * - list (in pages), emit the whole set as one `replace`, and `synced` after the
+ *   first list;
+ * - watch from the list's resourceVersion, with bookmarks; each event is an
+ *   `upsert` or a `delete`, and every event and bookmark advances the resourceVersion;
+ * - when a watch ends, resume from the last resourceVersion, so nothing is missed and
+ *   nothing is replayed;
+ * - on 410 Gone (the history was compacted) list again: the `replace` lets the store
+ *   drop what disappeared meanwhile, and objects it already holds at the same
+ *   resourceVersion change nothing;
+ * - on any other failure report a `problem` and retry after a jittered, growing delay;
+ * - a watch that stays silent longer than `silenceMs` is abandoned and resumed.
+ *
+ * The client-side field filter turns an object that stops matching into a `delete`.
+ * Nothing errors: the observable runs until unsubscribed, which aborts the requests.
+ */
+export function listWatch(api: KubeApi, spec: WatchSpec, options: ListWatchOptions = {}): Observable<ResourceChange> {
+  const pageSize = options.pageSize ?? LIST_WATCH_DEFAULTS.pageSize;
+  const [minTimeout, maxTimeout] = options.watchTimeoutSeconds ?? LIST_WATCH_DEFAULTS.watchTimeoutSeconds;
+  const silenceMs = options.silenceMs ?? LIST_WATCH_DEFAULTS.silenceMs;
+  const minWatchMs = options.minWatchMs ?? LIST_WATCH_DEFAULTS.minWatchMs;
+  const backoff = options.backoff ?? DEFAULT_BACKOFF;
+  const random = options.random ?? Math.random;
+  const diagnose = options.onDiagnostic ?? (() => undefined);
+  const strip = spec.strip ?? DEFAULT_STRIP;
+  const ref: ResourceRef = { apiVersion: spec.apiVersion, resource: spec.resource, ...(spec.namespace !== undefined && { namespace: spec.namespace }) };
+  const path = resourcePath(ref);
+  const selectors = {
+    ...(spec.labelSelector && { labelSelector: spec.labelSelector }),
+    ...(spec.serverFieldSelector && { fieldSelector: spec.serverFieldSelector }),
+  };
+
+  return new Observable<ResourceChange>((subscriber) => {
+    const filter = parseFieldFilter(spec.fieldSelector);
+    let stopped = false;
+    let wake: (() => void) | undefined;
+    let requestAbort = new AbortController();
+    let watchAbort: AbortController | undefined;
+    /** Keys of the objects passed on, so that one leaving the filter becomes a delete. */
+    let known = new Set<string>();
+    let resourceVersion = '';
+
+    const emit = (change: ResourceChange) => {
+      if (!stopped) subscriber.next(change);
+    };
+    const problem = (message: string) => emit({ type: 'problem', resource: spec.name, source: `${spec.resource}${spec.namespace ? ` in ${spec.namespace}` : ''}`, message });
+    const sleep = (ms: number) =>
+      new Promise<void>((resolve) => {
+        const timer = setTimeout(resolve, ms);
+        wake = () => {
+          clearTimeout(timer);
+          resolve();
+        };
+      });
+    const prepare = (object: KubeObject): KubeObject => stripFields(object, strip);
+
+    const list = async (): Promise<{ ok: true; items: KubeObject[]; resourceVersion: string; pages: number } | { ok: false; message: string }> => {
+      const items: KubeObject[] = [];
+      let next: string | undefined;
+      let listRv = '';
+      let pages = 0;
+      do {
+        const result = await api.request<KubeList>('GET', path, { query: { ...selectors, limit: pageSize, ...(next !== undefined && { continue: next }) }, signal: requestAbort.signal });
+        if (stopped) return { ok: false, message: 'stopped' };
+        if (!result.ok) {
+          // An expired continue token: the snapshot is gone, start the list again.
+          if (result.status === 410 && next !== undefined) {
+            items.length = 0;
+            next = undefined;
+            pages = 0;
+            continue;
+          }
+          return { ok: false, message: `list failed: ${result.status ? `HTTP ${result.status} ` : ''}${result.message}` };
+        }
+        const body = result.body;
+        if (pages === 0) listRv = body.metadata?.resourceVersion ?? '';
+        // List items carry no kind and apiVersion; the list does.
+        const kind = body.kind?.replace(/List$/, '');
+        for (const item of body.items ?? []) items.push({ ...item, apiVersion: item.apiVersion ?? body.apiVersion ?? spec.apiVersion, ...((item.kind ?? kind) !== undefined && { kind: item.kind ?? kind }) });
+        next = body.metadata?.continue || undefined;
+        pages++;
+      } while (next !== undefined);
+      return { ok: true, items, resourceVersion: listRv, pages };
+    };
+
+    const onWatchEvent = (counter: { events: number; gone: boolean; error?: string }) => (type: string, raw: unknown) => {
+      if (stopped) return;
+      counter.events++;
+      const object = raw as KubeObject | { code?: number; message?: string } | undefined;
+      if (type === 'ERROR') {
+        const status = object as { code?: number; message?: string } | undefined;
+        if (status?.code === 410) counter.gone = true;
+        else counter.error = `watch error: ${status?.code ?? ''} ${status?.message ?? JSON.stringify(raw)}`.trim();
+        return;
+      }
+      const kube = object as KubeObject | undefined;
+      if (!kube?.metadata) return;
+      if (kube.metadata.resourceVersion) resourceVersion = kube.metadata.resourceVersion;
+      if (type === 'BOOKMARK') return;
+      const key = objectKey(kube);
+      if (type === 'DELETED') {
+        if (known.delete(key)) emit({ type: 'delete', resource: spec.name, object: prepare(kube) });
+        return;
+      }
+      if (type !== 'ADDED' && type !== 'MODIFIED') return;
+      if (filter.ok && !filter.matches(kube)) {
+        if (known.delete(key)) emit({ type: 'delete', resource: spec.name, object: prepare(kube) });
+        return;
+      }
+      known.add(key);
+      emit({ type: 'upsert', resource: spec.name, object: prepare(kube) });
+    };
+
+    const watchOnce = (): Promise<WatchEnd> =>
+      new Promise<WatchEnd>((resolve) => {
+        const started = Date.now();
+        const counter = { events: 0, gone: false } as { events: number; gone: boolean; error?: string };
+        const timeoutSeconds = Math.round(minTimeout + (maxTimeout - minTimeout) * random());
+        let ended = false;
+        let silence: NodeJS.Timeout | undefined;
+        const finish = (reason: WatchEnd['reason'], message?: string) => {
+          if (ended) return;
+          ended = true;
+          clearTimeout(silence);
+          watchAbort?.abort();
+          watchAbort = undefined;
+          resolve({ reason, events: counter.events, durationMs: Date.now() - started, ...(message !== undefined && { message }) });
+        };
+        // The watchdog: a dead connection stays silent; nothing arrives, not even its end.
+        const arm = () => {
+          clearTimeout(silence);
+          silence = setTimeout(() => finish('silent'), silenceMs);
+          silence.unref();
+        };
+        const handle = onWatchEvent(counter);
+        const done = (err: unknown) => {
+          const e = err as { statusCode?: number; name?: string } | null | undefined;
+          if (counter.gone || e?.statusCode === 410) finish('gone');
+          else if (e?.name === 'TimeoutError') finish('silent');
+          else if (e?.statusCode !== undefined) finish('error', `watch failed: HTTP ${e.statusCode} ${describeError(err)}`);
+          else if (err) finish('error', `watch failed: ${describeError(err)}`);
+          else if (counter.error !== undefined) finish('error', counter.error);
+          else finish('closed');
+        };
+        diagnose({ type: 'watching', set: spec.name, resourceVersion });
+        arm();
+        api
+          .watch(
+            path,
+            { ...selectors, resourceVersion, allowWatchBookmarks: true, timeoutSeconds },
+            (type, object) => {
+              if (ended) return;
+              arm();
+              handle(type, object);
+            },
+            done,
+          )
+          .then(
+            (controller) => {
+              if (stopped || ended) controller.abort();
+              else watchAbort = controller;
+            },
+            (err: unknown) => finish('error', `watch failed: ${describeError(err)}`),
+          );
+      });
+
+    const run = async () => {
+      let attempt = 0;
+      let synced = false;
+      const retry = async (message: string) => {
+        const delayMs = backoffDelay(attempt, backoff, random);
+        diagnose({ type: 'retry', set: spec.name, attempt, delayMs, message });
+        attempt++;
+        await sleep(delayMs);
+      };
+      while (!stopped) {
+        let listedNow = false;
+        if (resourceVersion === '') {
+          const listed = await list();
+          if (stopped) return;
+          if (!listed.ok) {
+            problem(listed.message);
+            await retry(listed.message);
+            continue;
+          }
+          const passed = listed.items.filter((o) => !filter.ok || filter.matches(o)).map(prepare);
+          known = new Set(passed.map(objectKey));
+          resourceVersion = listed.resourceVersion;
+          diagnose({ type: 'listed', set: spec.name, items: listed.items.length, pages: listed.pages, resourceVersion });
+          emit({ type: 'replace', resource: spec.name, objects: passed });
+          if (!synced) {
+            synced = true;
+            emit({ type: 'synced', resource: spec.name });
+          }
+          attempt = 0;
+          listedNow = true;
+        }
+        const end = await watchOnce();
+        if (stopped) return;
+        diagnose({ type: 'watch-ended', set: spec.name, reason: end.reason, events: end.events, ...(end.message !== undefined && { message: end.message }) });
+        const productive = end.events > 0 || end.durationMs >= minWatchMs;
+        if (productive) attempt = 0;
+        switch (end.reason) {
+          case 'gone':
+            resourceVersion = '';
+            // A 410 straight after a list would loop: back off then.
+            if (listedNow && end.events <= 1) await retry('the watch was refused with 410 Gone right after a list');
+            break;
+          case 'silent':
+            break;
+          case 'closed':
+            if (!productive) await retry('the API server ended the watch at once');
+            break;
+          case 'error':
+            problem(end.message ?? 'watch failed');
+            await retry(end.message ?? 'watch failed');
+            break;
+        }
+      }
+    };
+
+    run().catch((err: unknown) => problem(`list/watch loop failed: ${describeError(err)}`));
+
+    return () => {
+      stopped = true;
+      wake?.();
+      requestAbort.abort();
+      requestAbort = new AbortController();
+      watchAbort?.abort();
+    };
+  });
+}
