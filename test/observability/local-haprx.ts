@@ -1,0 +1,88 @@
+/** `haprx local` as a child process with its health and metrics ports, for the observability tests. */
+import { type ChildProcess, spawn } from 'node:child_process';
+import { request } from 'node:http';
+import { freePort } from '../support/ports.ts';
+
+const ROOT = new URL('../..', import.meta.url).pathname;
+
+export interface LocalHaprx {
+  child: ChildProcess;
+  healthPort: number;
+  metricsPort: number;
+  /** Every line haprx wrote, stdout and stderr. */
+  output: string[];
+  /** The JSON log records among them. */
+  records(): { msg: string; event?: string; level: number; [field: string]: unknown }[];
+  stop(): Promise<number | null>;
+}
+
+export async function startLocal(args: string[], env: NodeJS.ProcessEnv = {}): Promise<LocalHaprx> {
+  const healthPort = await freePort();
+  const metricsPort = await freePort();
+  // src/cli/main.ts rather than bin/haprx.js: a stale dist/ in the work tree must not stand in for the source.
+  const child = spawn(process.execPath, ['src/cli/main.ts', 'local', ...args, '--health-port', String(healthPort), '--metrics-port', String(metricsPort)], {
+    cwd: ROOT,
+    stdio: ['ignore', 'pipe', 'pipe'],
+    env: { ...process.env, HAPRX_LOG_LEVEL: 'debug', ...env },
+  });
+  const output: string[] = [];
+  for (const stream of [child.stdout!, child.stderr!]) {
+    let partial = '';
+    stream.setEncoding('utf8').on('data', (chunk: string) => {
+      const lines = (partial + chunk).split('\n');
+      partial = lines.pop() ?? '';
+      output.push(...lines);
+    });
+  }
+  return {
+    child,
+    healthPort,
+    metricsPort,
+    output,
+    records: () =>
+      output.flatMap((line) => {
+        if (!line.startsWith('{')) return [];
+        try {
+          return [JSON.parse(line) as { msg: string; event?: string; level: number }];
+        } catch {
+          return [];
+        }
+      }),
+    async stop() {
+      if (child.exitCode !== null) return child.exitCode;
+      child.kill('SIGTERM');
+      return new Promise((resolve) => child.once('exit', (code) => resolve(code)));
+    },
+  };
+}
+
+/** GET on 127.0.0.1; never rejects on an HTTP status. */
+export function fetchText(port: number, path: string): Promise<{ status: number; body: string }> {
+  return new Promise((resolve, reject) => {
+    const req = request({ host: '127.0.0.1', port, path, agent: false }, (res) => {
+      let body = '';
+      res.setEncoding('utf8');
+      res.on('data', (c: string) => (body += c));
+      res.on('end', () => resolve({ status: res.statusCode ?? 0, body }));
+    });
+    req.setTimeout(5_000, () => req.destroy(new Error('request timed out')));
+    req.on('error', reject);
+    req.end();
+  });
+}
+
+/** Polls until the probe returns something other than undefined. */
+export async function until<T>(what: string, probe: () => Promise<T | undefined> | T | undefined, ms = 20_000, context: () => string = () => ''): Promise<T> {
+  const deadline = Date.now() + ms;
+  let last: unknown;
+  for (;;) {
+    try {
+      const value = await probe();
+      if (value !== undefined) return value;
+    } catch (err) {
+      last = err;
+    }
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}${last ? `: ${String(last)}` : ''}\n${context()}`);
+    await new Promise((r) => setTimeout(r, 100));
+  }
+}
