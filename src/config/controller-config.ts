@@ -1,4 +1,5 @@
 import * as t from 'io-ts';
+import { labelSelector } from '../k8s/selector.ts';
 import { DEFAULT_STRIP } from '../k8s/store.ts';
 import { type DecodeResult, decodeWith } from './decode.ts';
 import { Duration } from './duration.ts';
@@ -43,6 +44,25 @@ export const TemplateSource = t.intersection([
   }),
 ]);
 
+/** How haprx reaches each HAProxy pod's Data Plane API (in-cluster mode). */
+export const DataplaneSettings = t.partial({
+  /** The container running the Data Plane API: a pod counts once it is Ready. Without it, the pod's Ready condition counts. */
+  container: t.string,
+  port: t.number,
+  scheme: t.keyof({ http: null, https: null }),
+});
+
+/** Which pods are the HAProxy instances, and which Service publishes them (in-cluster mode). */
+export const HaproxySettings = t.partial({
+  /** A label selector, applied by the API server. */
+  podSelector: t.string,
+  /** Where the pods and the Service are; the controller's namespace by default. */
+  namespace: t.string,
+  /** The Service whose address goes into Ingress status.loadBalancer; without it no status is written. */
+  service: t.string,
+  dataplane: DataplaneSettings,
+});
+
 export const Settings = t.partial({
   debounce: Duration,
   debounceMaxWait: Duration,
@@ -51,6 +71,7 @@ export const Settings = t.partial({
   deployTimeout: Duration,
   /** Instances deployed to at once; 0 means all. */
   maxParallel: t.number,
+  haproxy: HaproxySettings,
 });
 
 export const ControllerConfigCodec = t.intersection([
@@ -69,7 +90,16 @@ export interface ControllerConfig {
     driftIntervalMs: number;
     deployTimeoutMs: number;
     maxParallel: number;
+    /** Filled in by decodeControllerConfig; optional so that graph settings built by hand need not carry it. */
+    haproxy?: HaproxyInstances;
   };
+}
+
+export interface HaproxyInstances {
+  podSelector: string;
+  namespace?: string;
+  service?: string;
+  dataplane: { container?: string; port: number; scheme: 'http' | 'https' };
 }
 
 export const DEFAULT_SETTINGS: ControllerConfig['settings'] = {
@@ -79,6 +109,7 @@ export const DEFAULT_SETTINGS: ControllerConfig['settings'] = {
   driftIntervalMs: 60_000,
   deployTimeoutMs: 30_000,
   maxParallel: 0,
+  haproxy: { podSelector: 'app.kubernetes.io/name=haproxy', dataplane: { port: 5555, scheme: 'http' } },
 };
 
 /** Decodes a controller configuration and fills in the defaults; every error names its field. */
@@ -95,7 +126,16 @@ export function decodeControllerConfig(input: unknown): DecodeResult<ControllerC
   if (settings.maxParallel !== undefined && !(Number.isInteger(settings.maxParallel) && settings.maxParallel >= 0)) {
     errors.push({ path: 'settings.maxParallel', message: 'must be a whole number, 0 or more (0 means all)' });
   }
+  const haproxy = settings.haproxy ?? {};
+  if (haproxy.podSelector !== undefined) {
+    const selector = labelSelector(haproxy.podSelector);
+    if (!selector.ok) errors.push({ path: 'settings.haproxy.podSelector', message: selector.message });
+    else if (!haproxy.podSelector.trim()) errors.push({ path: 'settings.haproxy.podSelector', message: 'must select something: an empty selector matches every pod' });
+  }
+  const port = haproxy.dataplane?.port;
+  if (port !== undefined && !(Number.isInteger(port) && port >= 1 && port <= 65535)) errors.push({ path: 'settings.haproxy.dataplane.port', message: 'must be a port number, 1 to 65535' });
   if (errors.length > 0) return { ok: false, errors };
+  const defaults = DEFAULT_SETTINGS.haproxy!;
   return {
     ok: true,
     value: {
@@ -109,6 +149,16 @@ export function decodeControllerConfig(input: unknown): DecodeResult<ControllerC
         driftIntervalMs: settings.driftInterval ?? DEFAULT_SETTINGS.driftIntervalMs,
         deployTimeoutMs: settings.deployTimeout ?? DEFAULT_SETTINGS.deployTimeoutMs,
         maxParallel: settings.maxParallel ?? DEFAULT_SETTINGS.maxParallel,
+        haproxy: {
+          podSelector: haproxy.podSelector ?? defaults.podSelector,
+          ...(haproxy.namespace !== undefined && { namespace: haproxy.namespace }),
+          ...(haproxy.service !== undefined && { service: haproxy.service }),
+          dataplane: {
+            ...(haproxy.dataplane?.container !== undefined && { container: haproxy.dataplane.container }),
+            port: port ?? defaults.dataplane.port,
+            scheme: haproxy.dataplane?.scheme ?? defaults.dataplane.scheme,
+          },
+        },
       },
     },
   };

@@ -1,0 +1,157 @@
+import type { ControllerEvent } from '../events.ts';
+
+/** A Kubernetes Event to report, before it is addressed and rate-limited. */
+export interface ClusterEvent {
+  type: 'Normal' | 'Warning';
+  reason: string;
+  /** What haprx was doing. */
+  action: string;
+  /** At most 1024 bytes (the API's limit). */
+  note: string;
+}
+
+const NOTE_LIMIT = 1024;
+
+/** Cuts a note to the API's limit on a character boundary. */
+export function clampNote(note: string): string {
+  if (Buffer.byteLength(note) <= NOTE_LIMIT) return note;
+  let cut = note.slice(0, NOTE_LIMIT - 3);
+  while (Buffer.byteLength(cut) > NOTE_LIMIT - 3) cut = cut.slice(0, -1);
+  return `${cut}...`;
+}
+
+/**
+ * The Event a controller event becomes on the controller ConfigMap, if any:
+ * Warnings for a rejected configuration, a failed render or validation and a failed
+ * deployment; Normal for a loaded configuration and a deployment that reached every
+ * instance. Notes carry paths, lines and messages, never object contents.
+ */
+export function clusterEventFor(event: ControllerEvent): ClusterEvent | undefined {
+  switch (event.type) {
+    case 'ConfigRejected':
+      return warn('ConfigRejected', 'LoadConfig', `the controller configuration was rejected, the previous one keeps running: ${event.path}: ${event.message}`);
+    case 'ConfigAccepted':
+      return normal('ConfigLoaded', 'LoadConfig', `controller configuration loaded (generation ${event.generation})`);
+    case 'RenderFailed': {
+      const { template, line, message } = event.error;
+      return warn('RenderFailed', 'Render', `render failed at ${template}${line !== undefined ? `:${line}` : ''}: ${message}; the last good configuration stays live`);
+    }
+    case 'ValidationFailed': {
+      const shown = event.problems.slice(0, 3).map((p) => `${p.file}${p.line !== undefined ? `:${p.line}` : ''}: ${p.message.split('\n')[0]}`);
+      const more = event.problems.length > 3 ? ` (and ${event.problems.length - 3} more)` : '';
+      return warn('ValidationFailed', 'Validate', `haproxy refused the configuration, the last good one stays live: ${shown.join('; ')}${more}`);
+    }
+    case 'InstanceDeployFailed':
+      return warn('DeployFailed', 'Deploy', `deployment to ${event.result.endpoint.id} failed: ${event.result.error ?? 'unknown error'}`);
+    case 'DeploymentCompleted': {
+      const failed = event.results.filter((r) => !r.ok).length;
+      if (failed > 0 || event.results.length === 0) return undefined;
+      return normal('Deployed', 'Deploy', `configuration ${event.deployment.config.hash.slice(0, 12)} deployed to ${event.results.length} instance(s) (${event.deployment.reason})`);
+    }
+    default:
+      return undefined;
+  }
+}
+
+const warn = (reason: string, action: string, note: string): ClusterEvent => ({ type: 'Warning', reason, action, note: clampNote(note) });
+const normal = (reason: string, action: string, note: string): ClusterEvent => ({ type: 'Normal', reason, action, note: clampNote(note) });
+
+export interface EventLimits {
+  /** Creates allowed at once. */
+  burst: number;
+  /** One more create is allowed every this many ms. */
+  refillMs: number;
+  /** The same event again within this window is counted into the first one's series, not created anew. */
+  aggregateWindowMs: number;
+  /** A series is written at most this often. */
+  seriesFlushMs: number;
+}
+
+export const DEFAULT_EVENT_LIMITS: EventLimits = { burst: 10, refillMs: 30_000, aggregateWindowMs: 10 * 60_000, seriesFlushMs: 30_000 };
+
+export type LimitDecision = { action: 'create'; key: string } | { action: 'count'; key: string } | { action: 'drop'; key: string };
+
+export interface SeriesUpdate {
+  key: string;
+  count: number;
+  lastObservedAt: number;
+}
+
+interface Entry {
+  firstAt: number;
+  count: number;
+  written: number;
+  lastAt: number;
+  lastFlushAt: number;
+}
+
+/**
+ * Rate limiting for Events, so that a flapping error cannot flood the API:
+ * - the same event (type, reason, note) repeated within the aggregation window is
+ *   not created again: it is counted, and the first Event's `series` is updated at
+ *   most every `seriesFlushMs`;
+ * - creates draw from a token bucket (`burst`, one more per `refillMs`); without a
+ *   token an event is dropped and counted.
+ * Pure: the caller passes the time.
+ */
+export class EventLimiter {
+  dropped = 0;
+  private readonly limits: EventLimits;
+  private readonly entries = new Map<string, Entry>();
+  private tokens: number;
+  private refilledAt: number | undefined;
+
+  constructor(limits: Partial<EventLimits> = {}) {
+    this.limits = { ...DEFAULT_EVENT_LIMITS, ...limits };
+    this.tokens = this.limits.burst;
+  }
+
+  static keyOf(event: ClusterEvent): string {
+    return `${event.type}\u0000${event.reason}\u0000${event.note}`;
+  }
+
+  offer(event: ClusterEvent, now: number): LimitDecision {
+    const key = EventLimiter.keyOf(event);
+    const entry = this.entries.get(key);
+    if (entry && now - entry.firstAt < this.limits.aggregateWindowMs) {
+      entry.count++;
+      entry.lastAt = now;
+      return { action: 'count', key };
+    }
+    this.refill(now);
+    if (this.tokens < 1) {
+      this.dropped++;
+      return { action: 'drop', key };
+    }
+    this.tokens--;
+    this.entries.set(key, { firstAt: now, count: 1, written: 1, lastAt: now, lastFlushAt: now });
+    return { action: 'create', key };
+  }
+
+  /** Series whose count grew since last written and whose flush interval has passed. */
+  due(now: number): SeriesUpdate[] {
+    const updates: SeriesUpdate[] = [];
+    for (const [key, entry] of this.entries) {
+      if (entry.count > entry.written && now - entry.lastFlushAt >= this.limits.seriesFlushMs) {
+        entry.written = entry.count;
+        entry.lastFlushAt = now;
+        updates.push({ key, count: entry.count, lastObservedAt: entry.lastAt });
+      }
+      // Forget series that are over and fully written.
+      if (entry.count === entry.written && now - entry.firstAt >= this.limits.aggregateWindowMs) this.entries.delete(key);
+    }
+    return updates;
+  }
+
+  private refill(now: number): void {
+    if (this.refilledAt === undefined) {
+      this.refilledAt = now;
+      return;
+    }
+    const earned = Math.floor((now - this.refilledAt) / this.limits.refillMs);
+    if (earned > 0) {
+      this.tokens = Math.min(this.limits.burst, this.tokens + earned);
+      this.refilledAt += earned * this.limits.refillMs;
+    }
+  }
+}
