@@ -86,8 +86,8 @@ OTEL_EXPORTER_OTLP_TRACES_ENDPOINT) is set, e.g. Jaeger's http://127.0.0.1:4318.
     const target = new LocalTarget({
       bin: values['haproxy-bin'],
       stateDir,
-      onStep: (s) => log.debug({ step: s.kind }, s.detail),
-      onOutput: (line) => log.debug({ source: 'haproxy' }, line),
+      onStep: (s) => log.debug({ step: s.kind }, obs.scrub(s.detail)),
+      onOutput: (line) => log.debug({ source: 'haproxy' }, obs.scrub(line)),
     });
     const validator = new Validator({ haproxyBin: values['haproxy-bin'] });
     log.info({ manifests, templates, stateDir }, `watching ${manifests}`);

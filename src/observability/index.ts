@@ -89,6 +89,7 @@ export async function startObservability(options: ObservabilityOptions): Promise
     trackResources: observer.trackResources,
     setControllerConfig: observer.setControllerConfig,
     setLeader: observer.setLeader,
+    scrub: observer.scrub,
     metrics: observer.metrics,
     debug: observer.debug,
     healthPort,

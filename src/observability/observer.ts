@@ -37,6 +37,8 @@ export interface Observer {
   /** The controller configuration the running graph was built from (shown, redacted, in /debug/vars). */
   setControllerConfig(config: ControllerConfig): void;
   setLeader(leader: boolean): void;
+  /** Blanks the values of watched Secrets out of a text bound for a log (e.g. a target's own output). */
+  scrub(text: string): string;
   readonly metrics: ControllerMetrics;
   readonly debug: DebugState;
   /** /healthz, /readyz and /debug/vars. */
@@ -116,6 +118,7 @@ export function createObserver(options: ObserverOptions): Observer {
       metrics.setLeader(leader);
       debug.setLeader(leader);
     },
+    scrub,
     metrics,
     debug,
     healthRoutes,

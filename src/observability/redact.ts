@@ -2,6 +2,7 @@ import type { KubeObject } from '../k8s/resource.ts';
 
 export const REDACTED = '[redacted]';
 
+const PEM_CERT = /-----BEGIN CERTIFICATE-----[\s\S]*?-----END CERTIFICATE-----/g;
 const PEM_KEY = /-----BEGIN ([A-Z0-9 ]*)PRIVATE KEY-----[\s\S]*?(?:-----END \1PRIVATE KEY-----|$)/g;
 
 /** Replaces every PEM private key block; certificates stay readable. */
@@ -101,7 +102,8 @@ export class SecretScrubber {
 
   private add(value: string): void {
     if (this.values.size >= MAX_SECRETS) return;
-    const trimmed = value.trim();
+    // Certificates are public, and showing them helps; a key beside them is still learned.
+    const trimmed = value.replace(PEM_CERT, '\n').trim();
     if (trimmed.length >= MIN_SECRET) this.values.add(trimmed);
     // A line of a multi-line secret (a PEM body) can turn up on its own in a message.
     if (trimmed.includes('\n')) for (const line of trimmed.split('\n')) if (line.trim().length >= 16 && !line.startsWith('-----')) this.values.add(line.trim());
