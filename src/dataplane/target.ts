@@ -1,0 +1,629 @@
+/**
+ * One HAProxy instance behind a Data Plane API v3, as a deployment target.
+ *
+ * Each deployment is planned against the configuration the instance runs (as
+ * far as haprx knows: what it deployed last, checked against the instance's
+ * configuration version) and applied runtime first:
+ * - runtime plans: server and map changes through the runtime endpoints, changed
+ *   map files through storage (no reload), then the whole configuration posted
+ *   with skip_reload=true, so that a later reload keeps the same state;
+ * - structural plans: auxiliary files through storage first, then the
+ *   configuration posted with its version, then a bounded wait for the reload
+ *   by its Reload-ID, then removal of stored files nothing references any more.
+ * The configuration is posted with its auxiliary references rewritten to the
+ * instance's storage paths (aux-refs.ts), and ends with a marker comment that
+ * names the render's hash and the version the post creates.
+ *
+ * A version conflict (409) refetches the version and retries, a bounded number
+ * of times. A configuration version other than the one haprx left means someone
+ * else changed the instance: the deployment overwrites the change with a full
+ * post and a reload, and says so in `detail.drift`.
+ */
+import type { InstanceOutcome } from '../events.ts';
+import { rewriteAuxRefs } from '../haproxy/aux-refs.ts';
+import { type RuntimeOp, planDeployment } from '../haproxy/plan.ts';
+import type { RenderedConfig } from '../templating/rendered.ts';
+import { DataplaneClient, DataplaneError, type ApiInfo, atLeast } from './client.ts';
+import { type ApiCall, translateOps } from './runtime-ops.ts';
+import { type Placement, SAFE_DIR, STORAGE_KINDS, type StorageKind, joinPath, placeFiles, placementKey } from './storage.ts';
+
+export interface DataplaneTargetOptions {
+  /** Where the API is reached, without `/v3`, e.g. `https://10.0.0.7:5555`. */
+  baseUrl: string;
+  username: string;
+  password: string;
+  /** CA certificate(s) for an https baseUrl: PEM text or a file path. */
+  ca?: string;
+  /** Client certificate for mTLS: PEM text or a file path. */
+  cert?: string;
+  /** Its private key: PEM text or a file path. */
+  key?: string;
+  /** Per HTTP call; default 10 s. */
+  timeoutMs?: number;
+  /** Retries of idempotent calls after network errors and 5xx; default 3. */
+  retries?: number;
+  /** First retry delay, doubled each time; default 200 ms. */
+  retryDelayMs?: number;
+  /** How long to wait for a reload to succeed or fail; default 30 s. */
+  reloadTimeoutMs?: number;
+  /** How often to ask about a pending reload; default 100 ms. */
+  reloadPollMs?: number;
+  /** Attempts after a 409 version conflict; default 3. */
+  conflictRetries?: number;
+  /** Prefix of every file haprx stores; it removes only files with it. Default `haprx-`. */
+  storagePrefix?: string;
+  /** Storage directories, used only where the API has not told (it does in every listing and upload). */
+  storageDirs?: Partial<Record<StorageKind, string>>;
+  /** Retry interval of a server deletion refused while connections remain; default 1 s. */
+  deleteRetryMs?: number;
+  /** Told about each step, for logs; never carries credentials or file contents. */
+  onStep?: (step: { kind: DataplaneStepKind; detail: string }) => void;
+}
+
+export type DataplaneStepKind = 'contact' | 'runtime' | 'upload' | 'post' | 'reload' | 'cleanup' | 'fallback' | 'drift' | 'retry';
+
+export interface DataplaneDeployDetail {
+  /** What the deployment did: nothing, runtime changes only, or a reload. */
+  mode: 'none' | 'runtime' | 'reload';
+  /** Why it reloaded. */
+  reasons?: string[];
+  ops: { servers: number; maps: number; uploaded: number; deleted: number };
+  /** The instance's configuration version afterwards, when known. */
+  version?: number;
+  reloadId?: string;
+  /** 409 conflicts met (and retried). */
+  conflicts: number;
+  /** Set when someone else had changed the instance; the deployment overwrote it. */
+  drift?: string;
+  durationMs: number;
+  apiVersion?: string;
+  /** Servers whose deletion waits for their connections to close (in maintenance meanwhile). */
+  pendingDeletes?: string[];
+}
+
+export type DataplaneOutcome = InstanceOutcome & { detail?: DataplaneDeployDetail };
+
+const DEFAULT_DIRS: Record<StorageKind, string> = { maps: '/etc/haproxy/maps', general: '/etc/haproxy/general', ssl_certificates: '/etc/haproxy/ssl' };
+const MARKER = /^# haprx-config sha256=([0-9a-f]{64}) version=(\d+)\s*$/m;
+const STILL_CONNECTED = /still has connections/i;
+const DELETE_ATTEMPTS = 120;
+
+interface PlacedFile extends Placement {
+  path: string;
+}
+
+interface Deployed {
+  config: RenderedConfig;
+  /** The configuration version the last write of haprx left. */
+  version: number;
+  placements: Map<string, PlacedFile>;
+}
+
+interface Listing {
+  files: Map<StorageKind, Map<string, string>>;
+  dirs: Partial<Record<StorageKind, string>>;
+}
+
+class Aborted extends Error {}
+
+function dirOf(path: string): string {
+  return path.slice(0, path.lastIndexOf('/')) || '/';
+}
+
+function reasonOf(err: unknown): string {
+  return err instanceof Error ? err.message : String(err);
+}
+
+function endLine(main: string): string {
+  return main.endsWith('\n') || main === '' ? main : `${main}\n`;
+}
+
+/** One Data Plane API instance as a deployment target. Deployments to it never overlap. */
+export class DataplaneTarget {
+  readonly client: DataplaneClient;
+  private readonly options: DataplaneTargetOptions;
+  private readonly prefix: string;
+  private state: Deployed | undefined;
+  private queue: Promise<unknown> = Promise.resolve();
+  private readonly pendingDeletes = new Map<string, { backend: string; server: string; attempts: number }>();
+  private retryTimer: NodeJS.Timeout | undefined;
+  private closed = false;
+
+  constructor(options: DataplaneTargetOptions) {
+    this.options = options;
+    this.prefix = options.storagePrefix ?? 'haprx-';
+    if (!/^[A-Za-z0-9_-]*$/.test(this.prefix)) throw new RangeError('storagePrefix may only hold letters, digits, _ and -');
+    for (const [kind, dir] of Object.entries(options.storageDirs ?? {})) {
+      if (dir !== undefined && !SAFE_DIR.test(dir)) throw new RangeError(`storageDirs.${kind} must be an absolute path of letters, digits and ._/@+-`);
+    }
+    this.client = new DataplaneClient({
+      baseUrl: options.baseUrl,
+      username: options.username,
+      password: options.password,
+      ...(options.ca !== undefined ? { ca: options.ca } : {}),
+      ...(options.cert !== undefined ? { cert: options.cert } : {}),
+      ...(options.key !== undefined ? { key: options.key } : {}),
+      ...(options.timeoutMs !== undefined ? { timeoutMs: options.timeoutMs } : {}),
+      ...(options.retries !== undefined ? { retries: options.retries } : {}),
+      ...(options.retryDelayMs !== undefined ? { retryDelayMs: options.retryDelayMs } : {}),
+      onRetry: (r) => this.step('retry', `${r.method} ${r.path} attempt ${r.attempt} after ${r.reason}`),
+    });
+  }
+
+  /** Where the API is reached (scheme, host, port), for display. */
+  get origin(): string {
+    return this.client.origin;
+  }
+
+  /** Servers whose deletion waits for their connections to close. */
+  get deletionsPending(): readonly string[] {
+    return [...this.pendingDeletes.keys()];
+  }
+
+  deploy(config: RenderedConfig, signal?: AbortSignal): Promise<DataplaneOutcome> {
+    const started = Date.now();
+    const run = this.queue.then(() => this.apply(config, signal, started));
+    this.queue = run.catch(() => undefined);
+    return run;
+  }
+
+  /** Stops the deletion retries and closes connections; deployments already queued still finish. */
+  async close(): Promise<void> {
+    this.closed = true;
+    if (this.retryTimer) clearTimeout(this.retryTimer);
+    await this.queue;
+    this.client.close();
+  }
+
+  private async apply(config: RenderedConfig, signal: AbortSignal | undefined, started: number): Promise<DataplaneOutcome> {
+    const detail: DataplaneDeployDetail = { mode: 'none', ops: { servers: 0, maps: 0, uploaded: 0, deleted: 0 }, conflicts: 0, durationMs: 0 };
+    const ctx: Ctx = { detail, signal, touched: false };
+    const finish = (outcome: InstanceOutcome): DataplaneOutcome => {
+      detail.durationMs = Date.now() - started;
+      if (this.pendingDeletes.size > 0) detail.pendingDeletes = [...this.pendingDeletes.keys()];
+      return { ...outcome, detail };
+    };
+    try {
+      if (signal?.aborted) throw new Aborted('aborted before it started');
+      const info = await this.client.info(signal);
+      detail.apiVersion = info.version;
+      let version = await this.fetchVersion(ctx);
+      let previous = this.state;
+      if (previous && previous.version !== version) {
+        detail.drift = `the configuration version is ${version}, not ${previous.version} as haprx left it: someone else changed the instance, and this deployment overwrites the change`;
+        this.step('drift', detail.drift);
+        previous = undefined;
+        this.state = undefined;
+      } else if (!previous) {
+        previous = await this.adopt(config, version, ctx);
+        if (previous) this.state = previous;
+      }
+      const plan = planDeployment(previous?.config, config);
+      if (plan.kind === 'none') return finish({ ok: true, reloaded: false, runtimeOps: 0 });
+      let reasons = plan.kind === 'reload' ? plan.reasons : [];
+      if (plan.kind === 'runtime' && previous) {
+        const result = await this.runtime(config, plan.ops, previous, version, info, ctx);
+        if (result.ok) {
+          detail.mode = 'runtime';
+          return finish({ ok: true, reloaded: false, runtimeOps: plan.ops.length });
+        }
+        reasons = result.reasons;
+        this.step('fallback', reasons.join('; '));
+        if (result.refetch) version = await this.fetchVersion(ctx);
+      }
+      const after = plan.kind === 'reload' ? plan.after : [];
+      return finish(await this.structural(config, reasons, after, previous, version, info, ctx));
+    } catch (err) {
+      // A failure after the first change leaves the instance in a state haprx cannot vouch for.
+      if (ctx.touched) this.state = undefined;
+      const message = err instanceof Aborted ? `deployment aborted: ${err.message}` : this.client.redact(reasonOf(err));
+      return finish({ ok: false, reloaded: false, runtimeOps: 0, error: message });
+    }
+  }
+
+  /** Takes over what an earlier haprx deployed when the instance runs exactly this render, untouched since. */
+  private async adopt(config: RenderedConfig, version: number, ctx: Ctx): Promise<Deployed | undefined> {
+    const raw = await this.client.request('GET', '/services/haproxy/configuration/raw', { signal: ctx.signal });
+    const m = MARKER.exec(raw.text);
+    if (!m || m[1] !== config.hash || Number(m[2]) !== version) return undefined;
+    const placed = placeFiles(config, this.prefix);
+    if ('error' in placed) return undefined;
+    const listing = await this.listStorage(new Set([...placed.placements.values()].map((p) => p.storage)), ctx);
+    const placements = new Map<string, PlacedFile>();
+    for (const [key, p] of placed.placements) {
+      const path = listing.files.get(p.storage)?.get(p.stored);
+      if (path === undefined) return undefined;
+      placements.set(key, { ...p, path });
+    }
+    this.step('contact', `adopted the running configuration (version ${version})`);
+    return { config, version, placements };
+  }
+
+  private async runtime(
+    config: RenderedConfig,
+    ops: readonly RuntimeOp[],
+    previous: Deployed,
+    version: number,
+    info: ApiInfo,
+    ctx: Ctx,
+  ): Promise<{ ok: true } | { ok: false; reasons: string[]; refetch?: boolean }> {
+    const placements = previous.placements;
+    const translation = translateOps(ops, {
+      serverPutFields: atLeast(info, 3, 3, 1),
+      mapName: (name) => {
+        const p = placements.get(placementKey('maps', name));
+        return p?.storage === 'maps' ? p.stored : undefined;
+      },
+      resolvePath: (ref) => placements.get(placementKey(ref.kind, ref.name))?.path,
+    });
+    if (!translation.ok) return { ok: false, reasons: translation.reasons };
+    for (const call of translation.calls) {
+      if (call.kind !== 'server-add' || !this.pendingDeletes.has(`${call.backend}/${call.server}`)) continue;
+      // The name is still taken by a server waiting to be deleted.
+      await this.retryDeletes(ctx.signal);
+      if (this.pendingDeletes.has(`${call.backend}/${call.server}`)) return { ok: false, reasons: [`server ${call.backend}/${call.server} is still being deleted`] };
+    }
+    try {
+      for (const call of translation.calls) await this.call(call, ctx);
+      // The map files, so that a reload or restart finds what the runtime now holds.
+      for (const [name, content] of Object.entries(config.maps)) {
+        if (previous.config.maps[name] === content) continue;
+        const p = placements.get(placementKey('maps', name));
+        if (!p) return { ok: false, reasons: [`map ${name} has no place in storage`] };
+        ctx.touched = true;
+        await this.client.request('PUT', `/services/haproxy/storage/${p.storage}/${encodeURIComponent(p.stored)}`, {
+          query: { skip_reload: true },
+          body: content,
+          signal: ctx.signal,
+        });
+      }
+    } catch (err) {
+      if (err instanceof DataplaneError && err.kind === 'aborted') throw new Aborted(err.message);
+      return { ok: false, reasons: [reasonOf(err)] };
+    }
+    this.step('runtime', `${translation.calls.length} runtime calls${translation.actions.length ? `, ${translation.actions.length} runtime actions` : ''}`);
+    const text = this.render(config, placements, version);
+    try {
+      ctx.touched = true;
+      const res = await this.client.request('POST', '/services/haproxy/configuration/raw', {
+        query: { version, skip_reload: true },
+        body: text,
+        retry: false,
+        signal: ctx.signal,
+        ...(translation.actions.length ? { headers: { 'X-Runtime-Actions': translation.actions.join(';') } } : {}),
+      });
+      const next = res.configurationVersion ?? (await this.fetchVersion(ctx));
+      this.state = { config, version: next, placements };
+      ctx.detail.version = next;
+    } catch (err) {
+      if (err instanceof DataplaneError && err.status === 409) {
+        ctx.detail.conflicts++;
+        ctx.detail.drift ??= `someone else changed the configuration during the deployment (${err.apiMessage ?? '409'}); a full deployment overwrites the change`;
+        return { ok: false, reasons: ['version conflict while saving the configuration after runtime changes'], refetch: true };
+      }
+      if (err instanceof DataplaneError && err.kind === 'aborted') throw new Aborted(err.message);
+      return { ok: false, reasons: [reasonOf(err)], refetch: true };
+    }
+    return { ok: true };
+  }
+
+  private async structural(
+    config: RenderedConfig,
+    reasons: string[],
+    after: readonly RuntimeOp[],
+    previous: Deployed | undefined,
+    firstVersion: number,
+    info: ApiInfo,
+    ctx: Ctx,
+  ): Promise<InstanceOutcome> {
+    const { detail } = ctx;
+    detail.mode = 'reload';
+    detail.reasons = reasons;
+    const placed = placeFiles(config, this.prefix);
+    if ('error' in placed) return { ok: false, reloaded: false, runtimeOps: 0, error: placed.error };
+    const listing = await this.listStorage(new Set(STORAGE_KINDS), ctx);
+    const placements = new Map<string, PlacedFile>();
+    for (const [key, p] of placed.placements) {
+      const content = config[p.kind][p.name]!;
+      const existing = listing.files.get(p.storage)?.get(p.stored);
+      const before = previous?.placements.get(key);
+      if (existing !== undefined && before?.stored === p.stored && before.storage === p.storage && previous?.config[p.kind][p.name] === content) {
+        placements.set(key, { ...p, path: existing });
+        continue;
+      }
+      ctx.touched = true;
+      placements.set(key, { ...p, path: await this.upload(p, content, existing, listing, ctx) });
+      detail.ops.uploaded++;
+    }
+    this.step('upload', `${detail.ops.uploaded} files uploaded`);
+
+    let version = firstVersion;
+    let posted: Awaited<ReturnType<DataplaneClient['request']>> | undefined;
+    const attempts = (this.options.conflictRetries ?? 3) + 1;
+    for (let attempt = 1; attempt <= attempts && !posted; attempt++) {
+      ctx.touched = true;
+      try {
+        posted = await this.client.request('POST', '/services/haproxy/configuration/raw', {
+          query: { version },
+          body: this.render(config, placements, version),
+          retry: false,
+          signal: ctx.signal,
+        });
+      } catch (err) {
+        if (!(err instanceof DataplaneError) || err.status !== 409) throw err;
+        detail.conflicts++;
+        detail.drift ??= `someone else changed the configuration during the deployment (${err.apiMessage ?? '409'}); this deployment overwrote the change`;
+        this.step('retry', `version conflict on attempt ${attempt}: ${err.apiMessage ?? ''}`);
+        version = await this.fetchVersion(ctx);
+      }
+    }
+    if (!posted) {
+      return { ok: false, reloaded: false, runtimeOps: 0, error: `the configuration version kept changing: ${attempts} attempts met a 409 conflict` };
+    }
+    this.step('post', `configuration posted at version ${version}`);
+
+    if (posted.status === 202 && posted.reloadId) {
+      detail.reloadId = posted.reloadId;
+      const reload = await this.waitReload(posted.reloadId, ctx);
+      if (!reload.ok) {
+        // The API puts the last configuration that loaded back in the file: what runs is unknown to haprx now.
+        this.state = undefined;
+        return { ok: false, reloaded: false, runtimeOps: 0, error: reload.error };
+      }
+    }
+    const next = posted.configurationVersion ?? (await this.fetchVersion(ctx));
+    detail.version = next;
+    this.state = { config, version: next, placements };
+    // The new process started from the file: no server of the old one is left to delete.
+    this.pendingDeletes.clear();
+
+    let failure: string | undefined;
+    if (after.length > 0) {
+      const translation = translateOps(after, { serverPutFields: atLeast(info, 3, 3, 1), mapName: () => undefined, resolvePath: () => undefined });
+      try {
+        if (!translation.ok) throw new Error(translation.reasons.join('; '));
+        for (const call of translation.calls) await this.call(call, ctx);
+      } catch (err) {
+        failure = `reloaded, but ${reasonOf(err)}`;
+      }
+    }
+    await this.cleanup(listing, placements, ctx);
+    return failure ? { ok: false, reloaded: true, runtimeOps: 0, error: failure } : { ok: true, reloaded: true, runtimeOps: after.length };
+  }
+
+  /** The text posted: aux references rewritten to storage paths, and the marker. */
+  private render(config: RenderedConfig, placements: Map<string, PlacedFile>, version: number): string {
+    const { text } = rewriteAuxRefs(config.main, (ref) => placements.get(placementKey(ref.kind, ref.name))?.path);
+    // The API stores the post as version + 1; the marker lets a later haprx adopt it untouched.
+    return `${endLine(text)}# haprx-config sha256=${config.hash} version=${version + 1}\n`;
+  }
+
+  private async upload(p: Placement, content: string, existing: string | undefined, listing: Listing, ctx: Ctx): Promise<string> {
+    const base = `/services/haproxy/storage/${p.storage}`;
+    const put = async (): Promise<void> => {
+      // maps and ssl_certificates take the file as text/plain, general storage as multipart.
+      const body = p.storage === 'general' ? formWith(p.stored, content) : content;
+      await this.client.request('PUT', `${base}/${encodeURIComponent(p.stored)}`, { query: { skip_reload: true }, body, signal: ctx.signal });
+    };
+    const known = () => existing ?? joinPath(listing.dirs[p.storage] ?? this.options.storageDirs?.[p.storage] ?? DEFAULT_DIRS[p.storage], p.stored);
+    if (existing !== undefined) {
+      await put();
+      return existing;
+    }
+    try {
+      const res = await this.client.request('POST', base, { query: { skip_reload: true }, body: formWith(p.stored, content), signal: ctx.signal });
+      const file = fileOf(res.text);
+      if (file === undefined) return known();
+      if (!SAFE_DIR.test(file)) throw new Error(`${p.storage} storage put ${p.kind}/${p.name} at a path haproxy.cfg cannot name unquoted: ${JSON.stringify(file)}`);
+      listing.dirs[p.storage] ??= dirOf(file);
+      return file;
+    } catch (err) {
+      // Created meanwhile (e.g. by an earlier attempt whose answer was lost): replace it.
+      if (!(err instanceof DataplaneError) || err.status !== 409) throw err;
+      await put();
+      return known();
+    }
+  }
+
+  private async listStorage(kinds: ReadonlySet<StorageKind>, ctx: Ctx): Promise<Listing> {
+    const listing: Listing = { files: new Map(), dirs: {} };
+    await Promise.all(
+      [...kinds].map(async (kind) => {
+        const res = await this.client.request('GET', `/services/haproxy/storage/${kind}`, { signal: ctx.signal });
+        const files = new Map<string, string>();
+        let parsed: unknown;
+        try {
+          parsed = JSON.parse(res.text);
+        } catch {
+          throw new Error(`GET /v3/services/haproxy/storage/${kind}: the answer is not JSON`);
+        }
+        for (const entry of Array.isArray(parsed) ? parsed : []) {
+          const { file, storage_name: name } = (entry ?? {}) as { file?: unknown; storage_name?: unknown };
+          if (typeof file !== 'string') continue;
+          const stored = typeof name === 'string' && name !== '' ? name : file.slice(file.lastIndexOf('/') + 1);
+          files.set(stored, file);
+          if (SAFE_DIR.test(file)) listing.dirs[kind] ??= dirOf(file);
+        }
+        listing.files.set(kind, files);
+      }),
+    );
+    return listing;
+  }
+
+  /** Removes stored files with haprx's prefix that the new configuration does not use. */
+  private async cleanup(listing: Listing, placements: Map<string, PlacedFile>, ctx: Ctx): Promise<void> {
+    const keep = new Set([...placements.values()].map((p) => `${p.storage}/${p.stored}`));
+    for (const [kind, files] of listing.files) {
+      for (const stored of files.keys()) {
+        if (!stored.startsWith(this.prefix) || this.prefix === '' || keep.has(`${kind}/${stored}`)) continue;
+        try {
+          await this.client.request('DELETE', `/services/haproxy/storage/${kind}/${encodeURIComponent(stored)}`, {
+            ...(kind === 'ssl_certificates' ? { query: { skip_reload: true } } : {}),
+            signal: ctx.signal,
+          });
+          ctx.detail.ops.deleted++;
+        } catch (err) {
+          // 409: still referenced; 404: already gone. Either way nothing to do now.
+          if (!(err instanceof DataplaneError) || (err.status !== 409 && err.status !== 404)) throw err;
+        }
+      }
+    }
+    if (ctx.detail.ops.deleted > 0) this.step('cleanup', `${ctx.detail.ops.deleted} stored files removed`);
+  }
+
+  private async waitReload(id: string, ctx: Ctx): Promise<{ ok: true } | { ok: false; error: string }> {
+    const timeout = this.options.reloadTimeoutMs ?? 30_000;
+    const poll = Math.max(20, this.options.reloadPollMs ?? 100);
+    const deadline = Date.now() + timeout;
+    for (;;) {
+      let status: string | undefined;
+      let response: string;
+      try {
+        const res = await this.client.request('GET', `/services/haproxy/reloads/${encodeURIComponent(id)}`, { signal: ctx.signal });
+        const body = JSON.parse(res.text) as { status?: unknown; response?: unknown };
+        status = typeof body.status === 'string' ? body.status : undefined;
+        response = typeof body.response === 'string' ? body.response.trim() : '';
+      } catch (err) {
+        if (err instanceof DataplaneError && err.status === 404) return { ok: false, error: `the instance does not know reload ${id}` };
+        if (err instanceof DataplaneError && err.kind === 'aborted') throw new Aborted(err.message);
+        throw err;
+      }
+      if (status === 'succeeded') {
+        this.step('reload', `reload ${id} succeeded`);
+        return { ok: true };
+      }
+      if (status === 'failed') return { ok: false, error: `reload ${id} failed${response ? `: ${this.client.redact(response)}` : ''}` };
+      if (Date.now() + poll > deadline) return { ok: false, error: `reload ${id} did not finish within ${timeout} ms` };
+      await sleep(poll, ctx.signal);
+    }
+  }
+
+  private async fetchVersion(ctx: Ctx): Promise<number> {
+    const res = await this.client.request('GET', '/services/haproxy/configuration/version', { signal: ctx.signal });
+    const version = Number(res.text.trim());
+    if (!Number.isInteger(version)) throw new Error(`GET /v3/services/haproxy/configuration/version: not a version number`);
+    return version;
+  }
+
+  private async call(call: ApiCall, ctx: Ctx): Promise<void> {
+    ctx.touched = true;
+    const servers = (backend: string) => `/services/haproxy/runtime/backends/${encodeURIComponent(backend)}/servers`;
+    const server = (backend: string, name: string) => `${servers(backend)}/${encodeURIComponent(name)}`;
+    const entries = (map: string) => `/services/haproxy/runtime/maps/${encodeURIComponent(map)}/entries`;
+    const signal = ctx.signal;
+    switch (call.kind) {
+      case 'server-add':
+        await this.client.request('POST', servers(call.backend), { body: call.body, signal });
+        // An added server starts in maintenance.
+        if (call.state !== 'maint') await this.client.request('PUT', server(call.backend, call.server), { body: { admin_state: call.state }, signal });
+        ctx.detail.ops.servers++;
+        return;
+      case 'server-put':
+        await this.client.request('PUT', server(call.backend, call.server), { body: call.body, signal });
+        ctx.detail.ops.servers++;
+        return;
+      case 'server-del':
+        try {
+          await this.client.request('DELETE', server(call.backend, call.server), { retry: false, signal });
+        } catch (err) {
+          if (err instanceof DataplaneError && err.status === 404) return;
+          if (!(err instanceof DataplaneError) || !STILL_CONNECTED.test(err.apiMessage ?? '')) throw err;
+          // In maintenance already, so it takes no new traffic: delete it once its connections are gone.
+          this.pendingDeletes.set(`${call.backend}/${call.server}`, { backend: call.backend, server: call.server, attempts: 0 });
+          this.scheduleRetry();
+        }
+        ctx.detail.ops.servers++;
+        return;
+      case 'map-add':
+        await this.client.request('POST', entries(call.map), { body: { key: call.key, value: call.value }, signal });
+        ctx.detail.ops.maps++;
+        return;
+      case 'map-set':
+        await this.client.request('PUT', `${entries(call.map)}/${encodeURIComponent(call.key)}`, { body: { value: call.value }, signal });
+        ctx.detail.ops.maps++;
+        return;
+      case 'map-del':
+        try {
+          await this.client.request('DELETE', `${entries(call.map)}/${encodeURIComponent(call.key)}`, { signal });
+        } catch (err) {
+          if (!(err instanceof DataplaneError) || err.status !== 404) throw err;
+        }
+        ctx.detail.ops.maps++;
+        return;
+    }
+  }
+
+  private scheduleRetry(): void {
+    if (this.retryTimer || this.pendingDeletes.size === 0 || this.closed) return;
+    this.retryTimer = setTimeout(() => {
+      this.retryTimer = undefined;
+      const retried = this.queue.then(() => this.retryDeletes());
+      this.queue = retried.catch(() => undefined);
+      void retried.finally(() => this.scheduleRetry());
+    }, this.options.deleteRetryMs ?? 1_000);
+    this.retryTimer.unref();
+  }
+
+  private async retryDeletes(signal?: AbortSignal): Promise<void> {
+    for (const [key, pending] of this.pendingDeletes) {
+      try {
+        await this.client.request('DELETE', `/services/haproxy/runtime/backends/${encodeURIComponent(pending.backend)}/servers/${encodeURIComponent(pending.server)}`, {
+          retry: false,
+          ...(signal ? { signal } : {}),
+        });
+        this.pendingDeletes.delete(key);
+        this.step('runtime', `server-del ${key} (retried)`);
+      } catch (err) {
+        if (err instanceof DataplaneError && err.status === 404) {
+          this.pendingDeletes.delete(key);
+        } else if (++pending.attempts >= DELETE_ATTEMPTS) {
+          // It stays in maintenance until the next reload drops it.
+          this.pendingDeletes.delete(key);
+          this.step('fallback', `server ${key} kept its connections; it stays in maintenance until the next reload`);
+        }
+      }
+    }
+  }
+
+  private step(kind: DataplaneStepKind, detail: string): void {
+    this.options.onStep?.({ kind, detail: this.client.redact(detail) });
+  }
+}
+
+interface Ctx {
+  detail: DataplaneDeployDetail;
+  signal: AbortSignal | undefined;
+  /** A change was sent to the instance. */
+  touched: boolean;
+}
+
+function formWith(name: string, content: string): FormData {
+  const form = new FormData();
+  form.append('file_upload', new Blob([content], { type: 'application/octet-stream' }), name);
+  return form;
+}
+
+function fileOf(text: string): string | undefined {
+  try {
+    const body = JSON.parse(text) as { file?: unknown };
+    return typeof body.file === 'string' ? body.file : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+function sleep(ms: number, signal: AbortSignal | undefined): Promise<void> {
+  return new Promise((resolve, reject) => {
+    if (signal?.aborted) return reject(new Aborted('aborted while waiting for the reload'));
+    const timer = setTimeout(() => {
+      signal?.removeEventListener('abort', onAbort);
+      resolve();
+    }, ms);
+    const onAbort = () => {
+      clearTimeout(timer);
+      reject(new Aborted('aborted while waiting for the reload'));
+    };
+    signal?.addEventListener('abort', onAbort, { once: true });
+  });
+}
+

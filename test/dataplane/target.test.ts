@@ -1,0 +1,326 @@
+import assert from 'node:assert/strict';
+import { readFile, readdir } from 'node:fs/promises';
+import { createServer as createHttpServer } from 'node:http';
+import { request as httpsRequest } from 'node:https';
+import { createServer as createTcpServer } from 'node:net';
+import { join } from 'node:path';
+import { after, before, describe, it } from 'node:test';
+import { DataplaneTarget } from '../../src/dataplane/target.ts';
+import { get, startEcho } from '../support/echo-backend.ts';
+import { freePort } from '../support/ports.ts';
+import { makeSiteCertificate, makeTestPki } from '../support/dataplane-double/certs.ts';
+import { type DataplaneDouble, startDataplaneDouble } from '../support/dataplane-double/index.ts';
+import { eventually, routingConfig } from './helpers.ts';
+
+const AUTH = { username: 'admin', password: 'adminpwd' };
+
+function httpsBody(port: number): Promise<string> {
+  return new Promise((resolve, reject) => {
+    const req = httpsRequest({ host: '127.0.0.1', port, path: '/', rejectUnauthorized: false, agent: false }, (res) => {
+      let body = '';
+      res.setEncoding('utf8');
+      res.on('data', (c: string) => (body += c));
+      res.on('end', () => resolve(body));
+    });
+    req.on('error', reject);
+    req.end();
+  });
+}
+
+describe('DataplaneTarget against the Data Plane API double (real haproxy)', () => {
+  let double: DataplaneDouble;
+  let target: DataplaneTarget;
+  let port: number;
+  const echo: Record<string, Awaited<ReturnType<typeof startEcho>>> = {};
+  const steps: string[] = [];
+  const reloads = async () => {
+    await double.reloadsSettled();
+    return (await double.reloadCounts()).reloads;
+  };
+  const bodies = async (host: string, n = 6) => {
+    const seen = new Set<string>();
+    for (let i = 0; i < n; i++) seen.add((await get(port, '/', host)).body);
+    return [...seen].sort();
+  };
+  const raw = () => readFile(double.configFile, 'utf8');
+  const a = (...names: string[]) => names.map((n) => ({ name: n, port: echo[n]!.port }));
+
+  before(async () => {
+    port = await freePort();
+    for (const name of ['a1', 'a2', 'a3', 'b1']) echo[name] = await startEcho(name);
+    double = await startDataplaneDouble({ reloadDelayMs: 50 });
+    target = new DataplaneTarget({ baseUrl: double.url, ...AUTH, reloadPollMs: 25, onStep: (s) => steps.push(`${s.kind}: ${s.detail}`) });
+  });
+
+  after(async () => {
+    await target.close();
+    await double.stop();
+    await Promise.all(Object.values(echo).map((e) => e.close()));
+  });
+
+  it('first deployment: the map through storage, references rewritten to the storage path, one reload', async () => {
+    const outcome = await target.deploy(routingConfig(port, { be_a: a('a1') }, { 'a.test': 'be_a' }));
+    assert.equal(outcome.ok, true, outcome.error);
+    assert.equal(outcome.reloaded, true);
+    assert.equal(outcome.detail?.mode, 'reload');
+    assert.deepEqual(outcome.detail?.reasons, ['nothing is deployed yet']);
+    assert.equal(outcome.detail?.ops.uploaded, 1);
+    assert.equal(await reloads(), 1);
+    assert.deepEqual(await get(port, '/', 'a.test'), { status: 200, body: 'a1\n' });
+    assert.deepEqual(await readdir(double.storageDirs.maps), ['haprx-hosts.map']);
+    const text = await raw();
+    assert.match(text, /^# _version=2\n/);
+    assert.ok(text.includes(`map(${double.storageDirs.maps}/haprx-hosts.map,be_none)`), text);
+    assert.match(text, /# haprx-config sha256=[0-9a-f]{64} version=2\n$/);
+    assert.equal(outcome.detail?.version, 2);
+  });
+
+  it('adds an endpoint at runtime: traffic reaches it, haproxy does not reload, the stored configuration follows', async () => {
+    const before = await reloads();
+    const outcome = await target.deploy(routingConfig(port, { be_a: a('a1', 'a2') }, { 'a.test': 'be_a' }));
+    assert.deepEqual({ ok: outcome.ok, reloaded: outcome.reloaded, runtimeOps: outcome.runtimeOps, mode: outcome.detail?.mode }, { ok: true, reloaded: false, runtimeOps: 1, mode: 'runtime' });
+    assert.deepEqual(await bodies('a.test'), ['a1\n', 'a2\n']);
+    assert.equal(await reloads(), before);
+    const text = await raw();
+    assert.match(text, /^# _version=3\n/);
+    assert.match(text, new RegExp(`server a2 127\\.0\\.0\\.1:${echo.a2!.port}\\n`));
+  });
+
+  it('churns endpoints (remove, add, re-address, weight) with zero reloads, and traffic follows each step', async () => {
+    const before = await reloads();
+    let outcome = await target.deploy(routingConfig(port, { be_a: a('a2') }, { 'a.test': 'be_a' }));
+    assert.equal(outcome.runtimeOps, 1);
+    assert.deepEqual(await bodies('a.test'), ['a2\n']);
+
+    outcome = await target.deploy(routingConfig(port, { be_a: [...a('a2'), { name: 'moving', port: echo.a1!.port }] }, { 'a.test': 'be_a' }));
+    assert.equal(outcome.reloaded, false);
+    assert.deepEqual(await bodies('a.test'), ['a1\n', 'a2\n']);
+
+    // The same server name on another port: an address change, not a new server.
+    outcome = await target.deploy(routingConfig(port, { be_a: [...a('a2'), { name: 'moving', port: echo.a3!.port }] }, { 'a.test': 'be_a' }));
+    assert.deepEqual({ ok: outcome.ok, reloaded: outcome.reloaded, runtimeOps: outcome.runtimeOps }, { ok: true, reloaded: false, runtimeOps: 1 });
+    assert.deepEqual(await bodies('a.test'), ['a2\n', 'a3\n']);
+
+    outcome = await target.deploy(routingConfig(port, { be_a: [{ ...a('a2')[0]!, extra: 'weight 0' }, { name: 'moving', port: echo.a3!.port }] }, { 'a.test': 'be_a' }));
+    assert.equal(outcome.reloaded, false);
+    assert.deepEqual(await bodies('a.test'), ['a3\n'], 'weight 0 takes a2 out of rotation');
+
+    outcome = await target.deploy(routingConfig(port, { be_a: [...a('a2'), { name: 'moving', port: echo.a3!.port }] }, { 'a.test': 'be_a' }));
+    assert.equal(outcome.ok, true, outcome.error);
+    assert.equal(await reloads(), before, 'no reload through the whole churn');
+    assert.equal(outcome.detail?.ops.servers, 1);
+  });
+
+  it('routes a new host through the map at runtime; the stored map file follows', async () => {
+    const before = await reloads();
+    const next = routingConfig(port, { be_a: [...a('a2'), { name: 'moving', port: echo.a3!.port }] }, { 'a.test': 'be_a', 'alias.test': 'be_a' });
+    const outcome = await target.deploy(next);
+    assert.deepEqual({ ok: outcome.ok, reloaded: outcome.reloaded, maps: outcome.detail?.ops.maps }, { ok: true, reloaded: false, maps: 1 });
+    assert.equal((await get(port, '/', 'alias.test')).status, 200);
+    assert.equal(await reloads(), before);
+    assert.equal(await readFile(join(double.storageDirs.maps, 'haprx-hosts.map'), 'utf8'), next.maps['hosts.map']);
+  });
+
+  it('reloads exactly once for a new backend, and traffic reaches it', async () => {
+    const before = await reloads();
+    const outcome = await target.deploy(
+      routingConfig(port, { be_a: [...a('a2'), { name: 'moving', port: echo.a3!.port }], be_b: a('b1') }, { 'a.test': 'be_a', 'alias.test': 'be_a', 'b.test': 'be_b' }),
+    );
+    assert.equal(outcome.ok, true, outcome.error);
+    assert.equal(outcome.reloaded, true);
+    assert.match(outcome.detail?.reasons?.join('\n') ?? '', /backend be_b is new/);
+    assert.equal(await reloads(), before + 1);
+    assert.deepEqual(await get(port, '/', 'b.test'), { status: 200, body: 'b1\n' });
+    assert.deepEqual(await get(port, '/', 'a.test').then((r) => r.status), 200);
+  });
+
+  it('uploads general files and certificates, and removes the stored files nothing references any more', async () => {
+    const hosts = { 'a.test': 'be_a', 'b.test': 'be_b' };
+    const backends = { be_a: a('a2'), be_b: a('b1') };
+    const tlsPort = await freePort();
+    const site = await makeSiteCertificate('site.example');
+    const clientsCa = (await makeTestPki()).ca;
+    const withFiles = routingConfig(port, backends, hosts, {
+      extra: [
+        'backend be_err',
+        '  errorfile 503 general/503.http',
+        '  acl blocked src -f maps/blocked.lst',
+        '  http-request deny if blocked',
+        'frontend fe_tls',
+        `  bind 127.0.0.1:${tlsPort} ssl crt ssl/site.example.pem ca-file ssl/clients-ca.pem verify optional`,
+        '  default_backend be_b',
+      ].join('\n'),
+      files: { '503.http': 'HTTP/1.0 503 Service Unavailable\r\n\r\nbusy\n' },
+      maps: { 'blocked.lst': '10.255.0.1\n' },
+      certs: { 'site.example.pem': site, 'clients-ca.pem': clientsCa },
+    });
+    let outcome = await target.deploy(withFiles);
+    assert.equal(outcome.ok, true, outcome.error);
+    assert.equal(outcome.detail?.ops.uploaded, 5, 'the four new files and the changed hosts map');
+    assert.deepEqual((await readdir(double.storageDirs.maps)).sort(), ['haprx-blocked_lst.map', 'haprx-hosts.map']);
+    // ssl_certificates storage refuses a file without a key: the CA goes to general storage.
+    assert.deepEqual((await readdir(double.storageDirs.general)).sort(), ['haprx-503.http', 'haprx-clients-ca.pem']);
+    assert.deepEqual(await readdir(double.storageDirs.ssl), ['haprx-site_example.pem']);
+    const text = await raw();
+    assert.ok(text.includes(`errorfile 503 ${double.storageDirs.general}/haprx-503.http`));
+    assert.ok(text.includes(`-f ${double.storageDirs.maps}/haprx-blocked_lst.map`));
+    assert.ok(text.includes(`crt ${double.storageDirs.ssl}/haprx-site_example.pem ca-file ${double.storageDirs.general}/haprx-clients-ca.pem`));
+    assert.equal(await httpsBody(tlsPort), 'b1\n', 'haproxy serves TLS with the stored certificate');
+
+    outcome = await target.deploy(routingConfig(port, backends, hosts));
+    assert.equal(outcome.ok, true, outcome.error);
+    assert.equal(outcome.reloaded, true);
+    assert.equal(outcome.detail?.ops.deleted, 4);
+    assert.deepEqual(await readdir(double.storageDirs.maps), ['haprx-hosts.map']);
+    assert.deepEqual(await readdir(double.storageDirs.general), []);
+    assert.deepEqual(await readdir(double.storageDirs.ssl), []);
+  });
+
+  it('leaves files it did not store alone', async () => {
+    const hosts = { 'a.test': 'be_a', 'b.test': 'be_b' };
+    const form = new FormData();
+    form.append('file_upload', new Blob(['x y\n']), 'someone-else.map');
+    await target.client.request('POST', '/services/haproxy/storage/maps', { body: form });
+    const outcome = await target.deploy(routingConfig(port, { be_a: a('a2'), be_b: a('b1') }, hosts, { extra: 'backend be_more\n  server m1 127.0.0.1:1' }));
+    assert.equal(outcome.ok, true, outcome.error);
+    assert.deepEqual((await readdir(double.storageDirs.maps)).sort(), ['haprx-hosts.map', 'someone-else.map']);
+  });
+
+  it('does nothing for the configuration already running', async () => {
+    const current = routingConfig(port, { be_a: a('a2'), be_b: a('b1') }, { 'a.test': 'be_a', 'b.test': 'be_b' }, { extra: 'backend be_more\n  server m1 127.0.0.1:1' });
+    const before = await reloads();
+    const calls = double.requests.length;
+    const outcome = await target.deploy(current);
+    assert.deepEqual({ ok: outcome.ok, reloaded: outcome.reloaded, runtimeOps: outcome.runtimeOps, mode: outcome.detail?.mode }, { ok: true, reloaded: false, runtimeOps: 0, mode: 'none' });
+    assert.equal(await reloads(), before);
+    assert.deepEqual(
+      double.requests.slice(calls).map((r) => `${r.method} ${r.path}`),
+      ['GET /v3/services/haproxy/configuration/version'],
+      'one version check, nothing else',
+    );
+  });
+
+  it('a new target (a restarted or newly elected controller) adopts the configuration it finds untouched: no reload', async () => {
+    const current = routingConfig(port, { be_a: a('a2'), be_b: a('b1') }, { 'a.test': 'be_a', 'b.test': 'be_b' }, { extra: 'backend be_more\n  server m1 127.0.0.1:1' });
+    const fresh = new DataplaneTarget({ baseUrl: double.url, ...AUTH, reloadPollMs: 25 });
+    try {
+      const before = await reloads();
+      const same = await fresh.deploy(current);
+      assert.deepEqual({ ok: same.ok, mode: same.detail?.mode }, { ok: true, mode: 'none' });
+      const churn = await fresh.deploy(routingConfig(port, { be_a: a('a2', 'a3'), be_b: a('b1') }, { 'a.test': 'be_a', 'b.test': 'be_b' }, { extra: 'backend be_more\n  server m1 127.0.0.1:1' }));
+      assert.deepEqual({ ok: churn.ok, mode: churn.detail?.mode }, { ok: true, mode: 'runtime' });
+      assert.equal(await reloads(), before);
+      // Back to what the first target knows; it sees the version the other one left and overwrites.
+      const back = await target.deploy(current);
+      assert.equal(back.ok, true, back.error);
+      assert.match(back.detail?.drift ?? '', /not \d+ as haprx left it/);
+    } finally {
+      await fresh.close();
+    }
+  });
+
+  it('overwrites a change someone else made and reports it as drift', async () => {
+    const current = routingConfig(port, { be_a: a('a2'), be_b: a('b1') }, { 'a.test': 'be_a', 'b.test': 'be_b' }, { extra: 'backend be_more\n  server m1 127.0.0.1:1' });
+    await double.foreignChange('backend be_foreign\n  server f1 127.0.0.1:1');
+    assert.match(await raw(), /backend be_foreign/);
+    const before = await reloads();
+    const outcome = await target.deploy(current);
+    assert.equal(outcome.ok, true, outcome.error);
+    assert.equal(outcome.reloaded, true);
+    assert.match(outcome.detail?.drift ?? '', /someone else changed the instance/);
+    assert.doesNotMatch(await raw(), /be_foreign/);
+    assert.equal(await reloads(), before + 1);
+    // The next deployment sees no drift.
+    const again = await target.deploy(current);
+    assert.equal(again.detail?.drift, undefined);
+    assert.equal(again.detail?.mode, 'none');
+  });
+
+  it('a 409 race on a runtime change: refetches the version, overwrites with a full deployment, reports drift', async () => {
+    double.faults.conflict(1);
+    const outcome = await target.deploy(routingConfig(port, { be_a: a('a2', 'a1'), be_b: a('b1') }, { 'a.test': 'be_a', 'b.test': 'be_b' }, { extra: 'backend be_more\n  server m1 127.0.0.1:1' }));
+    assert.equal(outcome.ok, true, outcome.error);
+    assert.equal(outcome.reloaded, true);
+    assert.equal(outcome.detail?.conflicts, 1);
+    assert.match(outcome.detail?.drift ?? '', /someone else changed the configuration during the deployment/);
+    assert.doesNotMatch(await raw(), /another client/);
+    assert.deepEqual(await bodies('a.test'), ['a1\n', 'a2\n']);
+  });
+
+  it('a 409 race on a structural change retries with the new version', async () => {
+    double.faults.conflict(2);
+    const before = await reloads();
+    const outcome = await target.deploy(routingConfig(port, { be_a: a('a2', 'a1'), be_b: a('b1') }, { 'a.test': 'be_a', 'b.test': 'be_b' }));
+    assert.equal(outcome.ok, true, outcome.error);
+    assert.equal(outcome.detail?.conflicts, 2);
+    assert.equal(await reloads(), before + 1);
+  });
+
+  it('gives up after a bounded number of 409 conflicts, with a clear error', async () => {
+    double.faults.conflict(10);
+    const outcome = await target.deploy(routingConfig(port, { be_a: a('a2'), be_b: a('b1') }, { 'a.test': 'be_a', 'b.test': 'be_b' }, { extra: 'backend be_x\n  server x 127.0.0.1:1' }));
+    double.faults.clear();
+    assert.equal(outcome.ok, false);
+    assert.match(outcome.error ?? '', /version kept changing: 4 attempts met a 409 conflict/);
+    assert.equal(outcome.detail?.conflicts, 4);
+  });
+
+  it('reports a failed reload with haproxy\'s words, keeps serving, and takes the restored configuration back', async () => {
+    const good = routingConfig(port, { be_a: a('a2'), be_b: a('b1') }, { 'a.test': 'be_a', 'b.test': 'be_b' });
+    assert.equal((await target.deploy(good)).ok, true);
+    // haproxy -c accepts a bind to a port another process holds; the reload then fails.
+    const busyPort = await freePort();
+    const busy = createTcpServer();
+    await new Promise<void>((r) => busy.listen(busyPort, '127.0.0.1', r));
+    try {
+      const counts = await double.reloadCounts();
+      const outcome = await target.deploy(routingConfig(port, { be_a: a('a2'), be_b: a('b1') }, { 'a.test': 'be_a', 'b.test': 'be_b' }, { extra: `frontend fe_busy\n  bind 127.0.0.1:${busyPort}\n  default_backend be_a` }));
+      assert.equal(outcome.ok, false);
+      assert.equal(outcome.reloaded, false);
+      assert.match(outcome.error ?? '', /reload \d{4}-\d{2}-\d{2}-\d+ failed: .*cannot bind socket/);
+      await double.reloadsSettled();
+      assert.equal((await double.reloadCounts()).failed, counts.failed + 1);
+      assert.equal((await get(port, '/', 'b.test')).body, 'b1\n', 'the running configuration still serves');
+      assert.doesNotMatch(await raw(), /fe_busy/, 'the API put the last good configuration back');
+    } finally {
+      busy.close();
+    }
+    // The API put back the file of the last successful reload, which is `good` with haprx's marker: adopted, nothing to do.
+    const before = await reloads();
+    const outcome = await target.deploy(good);
+    assert.deepEqual({ ok: outcome.ok, mode: outcome.detail?.mode }, { ok: true, mode: 'none' });
+    assert.equal(await reloads(), before);
+    assert.ok(steps.some((s) => /^contact: adopted the running configuration/.test(s)));
+  });
+});
+
+describe('DataplaneTarget deleting a busy server (double, real haproxy)', () => {
+  it('does not reload: the server leaves rotation at once and is deleted when its request ends', async () => {
+    const port = await freePort();
+    const slow = createHttpServer((_req, res) => setTimeout(() => res.end('slow\n'), 1_500));
+    await new Promise<void>((r) => slow.listen(0, '127.0.0.1', r));
+    const slowPort = (slow.address() as { port: number }).port;
+    const double = await startDataplaneDouble({ reloadDelayMs: 20 });
+    const target = new DataplaneTarget({ baseUrl: double.url, ...AUTH, reloadPollMs: 20, deleteRetryMs: 200 });
+    after(async () => {
+      await target.close();
+      await double.stop();
+      slow.closeAllConnections();
+      await new Promise((r) => slow.close(r));
+    });
+    assert.equal((await target.deploy(routingConfig(port, { be_s: [{ name: 'slow', port: slowPort }] }, { 's.test': 'be_s' }))).ok, true);
+    await double.reloadsSettled();
+    const before = (await double.reloadCounts()).reloads;
+
+    const inFlight = get(port, '/', 's.test');
+    await new Promise((r) => setTimeout(r, 300));
+    const outcome = await target.deploy(routingConfig(port, { be_s: [] }, { 's.test': 'be_s' }));
+    assert.deepEqual({ ok: outcome.ok, reloaded: outcome.reloaded, runtimeOps: outcome.runtimeOps }, { ok: true, reloaded: false, runtimeOps: 1 });
+    assert.deepEqual(target.deletionsPending, ['be_s/slow'], 'haproxy refused the delete while the request runs');
+    assert.equal((await get(port, '/', 's.test')).status, 503, 'no new traffic reaches it');
+    assert.deepEqual(await inFlight, { status: 200, body: 'slow\n' }, 'the request in flight completes');
+    await eventually(() => target.deletionsPending.length === 0, 20_000, 'the deletion');
+    assert.doesNotMatch(await double.haproxy.runtime('show servers state be_s'), / slow /);
+    assert.equal((await double.reloadCounts()).reloads, before);
+  });
+});
