@@ -91,13 +91,17 @@ export interface Fault {
   /** Only watch requests (true) or only the others (false); both when undefined. */
   watch?: boolean;
   status: number;
-  /** How many matching requests fail; 1 when undefined. */
+  /** How many matching requests fail; 1 when undefined (Infinity: until cleared). */
   times?: number;
+  /** Only requests with this bearer token: one client of several, e.g. a partitioned replica. */
+  token?: string;
 }
 
 export interface KubeApiDoubleOptions {
   /** Requests must carry `Authorization: Bearer <token>`. */
   token?: string;
+  /** Further accepted tokens, so that several clients can be told apart. */
+  tokens?: string[];
   /** How often watches that allow bookmarks get one; 0 sends none. */
   bookmarkIntervalMs?: number;
   /** How a watch from a compacted resourceVersion is refused: an ERROR event in a 200 stream (as kube-apiserver does) or an HTTP 410. */
@@ -142,7 +146,7 @@ export class KubeApiDouble {
   private port = 0;
 
   private constructor(options: KubeApiDoubleOptions) {
-    this.options = { token: '', bookmarkIntervalMs: 60_000, watchGoneAs: 'event', ...options };
+    this.options = { token: '', tokens: [], bookmarkIntervalMs: 60_000, watchGoneAs: 'event', ...options };
     for (const t of BUILT_IN) this.addResource(t);
     this.server = createServer((req, res) => {
       this.handle(req, res).catch((err: unknown) => {
@@ -241,7 +245,12 @@ export class KubeApiDouble {
 
   /** Fails the next matching request(s) with a status. */
   failNext(fault: Fault): void {
-    this.faults.push({ method: '', path: /.*/, watch: undefined as unknown as boolean, times: 1, ...fault });
+    this.faults.push({ method: '', path: /.*/, watch: undefined as unknown as boolean, times: 1, token: '', ...fault });
+  }
+
+  /** Forgets the faults not yet used up. */
+  clearFaults(): void {
+    this.faults.length = 0;
   }
 
   /** Open, unstalled watches, optionally of one resource (its plural). */
@@ -266,10 +275,13 @@ export class KubeApiDouble {
     const method = req.method ?? 'GET';
     this.requests.push({ method, path: url.pathname, query, watch, at: Date.now() });
 
-    if (this.options.token && req.headers.authorization !== `Bearer ${this.options.token}`) {
+    const token = /^Bearer (.+)$/.exec(req.headers.authorization ?? '')?.[1];
+    if (this.options.token && !(token === this.options.token || (token !== undefined && this.options.tokens.includes(token)))) {
       return this.send(res, 401, status(401, 'Unauthorized', 'Unauthorized'));
     }
-    const fault = this.faults.find((f) => f.times > 0 && (!f.method || f.method === method) && f.path.test(url.pathname) && (f.watch === undefined || f.watch === watch));
+    const fault = this.faults.find(
+      (f) => f.times > 0 && (!f.method || f.method === method) && f.path.test(url.pathname) && (f.watch === undefined || f.watch === watch) && (f.token === '' || f.token === token),
+    );
     if (fault) {
       fault.times--;
       return this.send(res, fault.status, status(fault.status, REASONS[fault.status] ?? 'Unknown', `injected fault: ${fault.status}`));
