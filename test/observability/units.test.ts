@@ -1,0 +1,176 @@
+/** Unit tests of the observability pieces: redaction, tracing setup, logger, log lines, lifecycle, servers. */
+import assert from 'node:assert/strict';
+import { createServer } from 'node:net';
+import { describe, it } from 'node:test';
+import type { ControllerEvent, Deployment, Reconcile } from '../../src/events.ts';
+import { logLine } from '../../src/observability/event-log.ts';
+import { startObservability } from '../../src/observability/index.ts';
+import { ReconcileLifecycle } from '../../src/observability/lifecycle.ts';
+import { SecretScrubber, redactFields, redactHaproxyConfig, redactPem, safeAddress } from '../../src/observability/redact.ts';
+import { resourceAttributes, tracingFromEnv } from '../../src/observability/tracing.ts';
+import { sealRendered } from '../../src/templating/rendered.ts';
+import { fetchText } from './local-haprx.ts';
+import { capturedLogger } from './support.ts';
+
+const KEY = '-----BEGIN EC PRIVATE KEY-----\nMHcCAQEEIBVvZxX0aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaoAoGCCqGSM49\nAwEHoUQDQgAEbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb\n-----END EC PRIVATE KEY-----\n';
+const CERT = '-----BEGIN CERTIFICATE-----\nMIIBcertcertcertcertcertcertcertcertcert\n-----END CERTIFICATE-----\n';
+const b64 = (s: string) => Buffer.from(s).toString('base64');
+
+describe('redaction', () => {
+  it('replaces private key blocks and keeps certificates', () => {
+    assert.equal(redactPem(CERT + KEY), `${CERT}-----BEGIN EC PRIVATE KEY-----\n[redacted]\n-----END EC PRIVATE KEY-----\n`);
+    assert.equal(redactPem('-----BEGIN PRIVATE KEY-----\nabc'), '-----BEGIN PRIVATE KEY-----\n[redacted]\n-----END PRIVATE KEY-----', 'a truncated key too');
+  });
+
+  it('replaces credentials in haproxy.cfg directives and nothing else', () => {
+    const cfg = ['userlist u', '  user admin password $6$salt$hash', '  user bob insecure-password hunter22', '  stats auth admin:topsecret', '  http-request set-header Authorization "Basic abc"', '  server s1 10.0.0.1:80'].join('\n');
+    assert.equal(
+      redactHaproxyConfig(cfg),
+      ['userlist u', '  user admin password [redacted]', '  user bob insecure-password [redacted]', '  stats auth admin:[redacted]', '  http-request set-header Authorization [redacted]', '  server s1 10.0.0.1:80'].join('\n'),
+    );
+  });
+
+  it('replaces values whose names look like credentials', () => {
+    assert.deepEqual(redactFields({ httpPort: 80, adminPassword: 'x', nested: { apiKey: 'y', token: 'z', list: [{ secret: 's', name: 'n' }] }, key: 'k' }), {
+      httpPort: 80,
+      adminPassword: '[redacted]',
+      nested: { apiKey: '[redacted]', token: '[redacted]', list: [{ secret: '[redacted]', name: 'n' }] },
+      key: '[redacted]',
+    });
+  });
+
+  it('drops user information and queries from addresses', () => {
+    assert.equal(safeAddress('https://admin:pw@10.0.0.7:5555/v3?token=x'), 'https://10.0.0.7:5555/v3');
+    assert.equal(safeAddress('/var/run/haprx/state'), '/var/run/haprx/state');
+  });
+
+  it('learns the values of Secrets, not of other kinds, and scrubs them; certificates stay', () => {
+    const scrubber = new SecretScrubber();
+    scrubber.learn({ kind: 'ConfigMap', metadata: { name: 'c' }, data: { value: 'not-a-secret-value' } });
+    scrubber.learn({ kind: 'Secret', metadata: { name: 's' }, data: { password: b64('hunter2-hunter2'), short: b64('abc'), 'tls.crt': b64(CERT), 'tls.key': b64(KEY) }, stringData: { token: 'plain-token-value' } });
+    assert.equal(scrubber.scrub('pw=hunter2-hunter2 and plain-token-value, abc, not-a-secret-value'), 'pw=[redacted] and [redacted], abc, not-a-secret-value');
+    assert.equal(scrubber.scrub(`raw ${b64('hunter2-hunter2')}`), 'raw [redacted]');
+    assert.equal(scrubber.scrub(CERT), CERT);
+    assert.equal(scrubber.scrub('line: AwEHoUQDQgAEbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb'), 'line: [redacted]', 'one line of a key on its own');
+    assert.deepEqual(scrubber.scrubDeep({ a: ['x hunter2-hunter2'] }), { a: ['x [redacted]'] });
+  });
+});
+
+describe('tracing from OTEL_* variables', () => {
+  it('is off without an endpoint, or when disabled', () => {
+    assert.deepEqual(tracingFromEnv({}), { enabled: false, why: 'no OTEL_EXPORTER_OTLP_ENDPOINT or OTEL_EXPORTER_OTLP_TRACES_ENDPOINT' });
+    assert.equal(tracingFromEnv({ OTEL_EXPORTER_OTLP_ENDPOINT: 'http://x:4318', OTEL_SDK_DISABLED: 'true' }).enabled, false);
+    assert.equal(tracingFromEnv({ OTEL_EXPORTER_OTLP_ENDPOINT: 'http://x:4318', OTEL_TRACES_EXPORTER: 'none' }).enabled, false);
+  });
+
+  it('sends to <endpoint>/v1/traces, or to the traces endpoint as given', async () => {
+    const general = tracingFromEnv({ OTEL_EXPORTER_OTLP_ENDPOINT: 'http://jaeger:4318/' });
+    const specific = tracingFromEnv({ OTEL_EXPORTER_OTLP_ENDPOINT: 'http://jaeger:4318', OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: 'http://collector:4318/custom', OTEL_EXPORTER_OTLP_PROTOCOL: 'grpc' });
+    assert.ok(general.enabled && specific.enabled);
+    assert.equal(general.tracing.url, 'http://jaeger:4318/v1/traces');
+    assert.deepEqual(general.notes, []);
+    assert.equal(specific.tracing.url, 'http://collector:4318/custom');
+    assert.deepEqual(specific.notes, ['OTEL_EXPORTER_OTLP_PROTOCOL=grpc is not supported; spans go out as http/json']);
+    await Promise.all([general.tracing.shutdown(), specific.tracing.shutdown()]);
+  });
+
+  it('reads OTEL_RESOURCE_ATTRIBUTES', () => {
+    assert.deepEqual(resourceAttributes('deployment.environment=prod, k8s.cluster.name=a%20b,broken'), { 'deployment.environment': 'prod', 'k8s.cluster.name': 'a b' });
+  });
+});
+
+describe('logs', () => {
+  it('redacts credential fields at any of the first levels', () => {
+    const { log, lines } = capturedLogger('info');
+    log.info({ password: 'p1', user: { token: 't1', name: 'n' }, a: { b: { secret: 's1' } }, data: { x: 'y' } }, 'hello');
+    const record = JSON.parse(lines[0]!) as Record<string, unknown>;
+    assert.deepEqual([record.password, record.user, record.a, record.data], ['[redacted]', { token: '[redacted]', name: 'n' }, { b: { secret: '[redacted]' } }, '[redacted]']);
+  });
+
+  it('writes one short line per event, keeping only the first line of a message', () => {
+    const reconcile: Reconcile = {
+      seq: 4,
+      at: 0,
+      cause: {
+        reason: 'resources',
+        changes: ['a', 'b', 'c', 'd', 'e'].map((name) => ({ resource: 'services', type: 'upsert' as const, kind: 'Service', namespace: 'shop', name })),
+      },
+    };
+    assert.equal(logLine({ type: 'ReconcileTriggered', reconcile }).msg, 'reconcile #4 (resources: upsert Service shop/a, upsert Service shop/b, upsert Service shop/c and 2 more)');
+    const problem = logLine({ type: 'SourceProblem', source: 'bad.yaml', line: 3, message: 'Nested mappings are not allowed at line 3:\n\n  password: a: b\n' });
+    assert.equal(problem.msg, 'bad.yaml:3: Nested mappings are not allowed at line 3:');
+    assert.equal(problem.level, 'warn');
+  });
+});
+
+describe('lifecycle', () => {
+  const reconcile = (seq: number): Reconcile => ({ seq, at: seq * 10, cause: { reason: 'resources', changes: [] } });
+  const config = sealRendered({ main: 'x', maps: {}, files: {}, certs: {} });
+  const deployment = (seq: number, id: number): Deployment => ({
+    reconcile: reconcile(seq),
+    config,
+    endpoints: [{ id: 'e1', address: 'a' }],
+    reason: 'change',
+    queuedAt: 0,
+    startedAt: 1,
+    id,
+  });
+
+  it('cancels what is in flight when a new controller configuration rebuilds the graph, and keys by generation', () => {
+    const life = new ReconcileLifecycle();
+    const apply = (e: ControllerEvent) => life.apply(e, 100);
+    apply({ type: 'ConfigAccepted', generation: 1 });
+    apply({ type: 'ReconcileTriggered', reconcile: reconcile(1) });
+    apply({ type: 'Rendered', reconcile: reconcile(1), config, durationMs: 1 });
+    apply({ type: 'Validated', reconcile: reconcile(1), config, durationMs: 1 });
+    apply({ type: 'DeploymentStarted', deployment: deployment(1, 1) });
+    apply({ type: 'ReconcileTriggered', reconcile: reconcile(2) });
+    assert.deepEqual(life.reconciles.map((r) => [r.key, r.stage]), [['1/1', 'deploying'], ['1/2', 'rendering']]);
+    const step = apply({ type: 'ConfigAccepted', generation: 2 });
+    assert.deepEqual(step.ended.map((e) => [e.entry.key, e.outcome]), [['1/1', 'cancelled'], ['1/2', 'cancelled']]);
+    assert.deepEqual(step.deploymentsEnded.map((d) => d.key), ['1/1']);
+    const next = apply({ type: 'ReconcileTriggered', reconcile: reconcile(1) });
+    assert.equal(next.entry?.key, '2/1');
+    // A completion of the old graph's deployment no longer belongs to anything.
+    assert.deepEqual(apply({ type: 'DeploymentCompleted', deployment: deployment(1, 1), results: [], durationMs: 1 }).ended, []);
+    assert.deepEqual(life.reconciles.map((r) => r.key), ['2/1']);
+  });
+});
+
+describe('startObservability', () => {
+  it('serves /healthz, /readyz and /debug/vars on one port and /metrics on another, and says why it is not ready yet', async () => {
+    const { log } = capturedLogger();
+    const obs = await startObservability({ log, env: {}, health: { port: 0, host: '127.0.0.1' }, metrics: { port: 0, host: '127.0.0.1' }, defaultMetrics: false });
+    try {
+      assert.equal(obs.tracing, undefined);
+      const ready = await fetchText(obs.healthPort!, '/readyz');
+      assert.equal(ready.status, 503);
+      assert.deepEqual(JSON.parse(ready.body), { status: 'not ready', waitingFor: ['the initial sync of every watched set', 'a configuration that haproxy accepted'] });
+      assert.equal((await fetchText(obs.healthPort!, '/healthz')).status, 200);
+      assert.equal((await fetchText(obs.healthPort!, '/metrics')).status, 404, 'metrics are on their own port');
+      const metrics = await fetchText(obs.metricsPort!, '/metrics');
+      assert.match(metrics.body, /^haprx_ready 0$/m);
+      obs.record({ type: 'ConfigAccepted', generation: 3 });
+      assert.match((await fetchText(obs.metricsPort!, '/metrics')).body, /^haprx_config_generation 3$/m);
+      assert.deepEqual(JSON.parse((await fetchText(obs.healthPort!, '/debug/vars?field=$.controller.generation')).body), [3]);
+    } finally {
+      await obs.close();
+    }
+  });
+
+  it('fails on a port in use, or warns and goes on when asked to', async () => {
+    const busy = createServer();
+    await new Promise<void>((r) => busy.listen(0, '127.0.0.1', r));
+    const port = (busy.address() as { port: number }).port;
+    try {
+      const { log, lines } = capturedLogger();
+      await assert.rejects(startObservability({ log, env: {}, health: { port, host: '127.0.0.1' }, metrics: false, defaultMetrics: false }), /cannot serve health and debug on 127\.0\.0\.1:\d+: .*EADDRINUSE/);
+      const obs = await startObservability({ log, env: {}, health: { port, host: '127.0.0.1' }, metrics: false, onListenError: 'warn', defaultMetrics: false });
+      assert.equal(obs.healthPort, undefined);
+      assert.ok(lines.some((l) => l.includes('EADDRINUSE')));
+      await obs.close();
+    } finally {
+      busy.close();
+    }
+  });
+});
