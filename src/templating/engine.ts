@@ -39,6 +39,12 @@
  *   `h.mapKey(v)` for the key column of a map.
  * - `<%- v %>` writes raw text; it is how multi-line content, `include()` and
  *   `h.word()` results are emitted.
+ * - `h.warn(object, message)` records a warning and the render goes on: how a
+ *   template reports a cluster object it skipped. The render result carries
+ *   the warnings (`warnings`, repeats once), in the order they were raised.
+ * - `h.certFile(name, content)` adds `ssl/<name>` to the output, for files
+ *   whose number depends on the cluster (one per TLS Secret, a crt-list); a
+ *   certificate template of the same name is an error.
  * - `h.fail(message)` aborts the render; so does any throw. The error names
  *   the template (the snippet, if it failed in one) and the line where it was
  *   thrown, exact even inside a multi-line `<% %>` block. A thrown non-Error
@@ -55,7 +61,7 @@ import type { ResourceView } from '../k8s/store.ts';
 import { type AuxKind, AUX_KINDS, type RenderedConfig, auxPath, sealRendered } from './rendered.ts';
 import { abort, describeValue } from './abort.ts';
 import { auxText, haproxyWord, isFileName } from './escape.ts';
-import { type Helpers, createHelpers } from './helpers.ts';
+import { type Helpers, type RenderSession, type RenderWarning, createHelpers } from './helpers.ts';
 import { type LocatableTemplate, asFault, diagnoseCompileError, faultFrom } from './locate.ts';
 import { compareCodeUnits, readOnly, resourceSets } from './readonly.ts';
 
@@ -101,7 +107,11 @@ export interface CompiledTemplates {
 const snippetEscapes = new WeakMap<CompiledTemplates, { current: Escape }>();
 
 export type CompileResult = { ok: true; templates: CompiledTemplates } | { ok: false; errors: RenderError[] };
-export type RenderResult = { ok: true; config: RenderedConfig } | { ok: false; error: RenderError };
+export type { RenderWarning } from './helpers.ts';
+export type RenderResult = { ok: true; config: RenderedConfig; warnings: RenderWarning[] } | { ok: false; error: RenderError };
+
+/** The render a compiled set is running, if any: what `h.warn` and `h.certFile` record into. */
+const sessions = new WeakMap<CompiledTemplates, { current: RenderSession | undefined }>();
 
 /** Names every template can use; include arguments may not shadow them. */
 const CONTEXT_NAMES = ['resources', 'values', 'h', 'include'] as const;
@@ -205,9 +215,11 @@ export function compileTemplates(set: TemplateSet): CompileResult {
     const snippets = compiled('snippets', snippetEscapeFn);
 
     if (errors.length > 0 || !main) return { ok: false, errors };
-    const helpers = createHelpers({ maps: new Set(maps.keys()), files: new Set(files.keys()), certs: new Set(certs.keys()) });
+    const session: { current: RenderSession | undefined } = { current: undefined };
+    const helpers = createHelpers({ maps: new Set(maps.keys()), files: new Set(files.keys()), certs: new Set(certs.keys()) }, () => session.current);
     const templates: CompiledTemplates = Object.freeze({ main, maps, files, certs, snippets, helpers });
     snippetEscapes.set(templates, snippetEscape);
+    sessions.set(templates, session);
     return { ok: true, templates };
   } catch (thrown) {
     return { ok: false, errors: [{ template: 'haproxy.cfg', message: `internal error while compiling: ${errorText(thrown)}` }] };
@@ -221,9 +233,12 @@ export function compileTemplates(set: TemplateSet): CompileResult {
  */
 export function renderTemplates(templates: CompiledTemplates, input: RenderInput): RenderResult {
   let current = 'haproxy.cfg';
+  const session = sessions.get(templates);
   try {
     const snippetEscape = snippetEscapes.get(templates);
-    if (!snippetEscape) return { ok: false, error: { template: current, message: 'templates must come from compileTemplates' } };
+    if (!snippetEscape || !session) return { ok: false, error: { template: current, message: 'templates must come from compileTemplates' } };
+    const collected: RenderSession = { warnings: new Map(), certs: new Map() };
+    session.current = collected;
     const active: string[] = [];
     const context: Record<string, unknown> = {
       resources: resourceSets(input.resources),
@@ -264,12 +279,16 @@ export function renderTemplates(templates: CompiledTemplates, input: RenderInput
       return out;
     };
     const [maps, files, certs] = AUX_KINDS.map(aux) as [Record<string, string>, Record<string, string>, Record<string, string>];
-    return { ok: true, config: sealRendered({ main, maps, files, certs }) };
+    // certFile() refuses template names, so the added files never replace a template's output.
+    for (const [name, content] of collected.certs) certs[name] = content;
+    return { ok: true, config: sealRendered({ main, maps, files, certs }), warnings: [...collected.warnings.values()] };
   } catch (thrown) {
     // run() and include() only let TemplateFaults out; anything else is a bad input or a bug here.
     const fault = asFault(thrown);
     if (fault) return { ok: false, error: fault.fault };
     return { ok: false, error: { template: current, message: `internal error while rendering: ${errorText(thrown)}` } };
+  } finally {
+    if (session) session.current = undefined;
   }
 }
 

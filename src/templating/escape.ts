@@ -55,6 +55,24 @@ export function mapKey(value: unknown): string {
   return text;
 }
 
+/**
+ * Literal text inside a log-format argument (set-header values, redirect
+ * locations, `lf-string`): there `%` starts a sample expression, so it is
+ * doubled. The result is still a value for `<%= %>`, which makes it one word.
+ */
+export function lfText(value: unknown): string {
+  const text = scalarText(value);
+  rejectControl(text);
+  return text.replaceAll('%', '%%');
+}
+
+/** A literal for a PCRE pattern: every metacharacter escaped with a backslash. */
+export function regexEscape(value: unknown): string {
+  const text = scalarText(value);
+  rejectControl(text);
+  return text.replace(/[\\^$.|?*+()[\]{}]/g, '\\$&');
+}
+
 /** The text of a scalar, or an abort naming what was given instead. */
 function scalarText(value: unknown): string {
   switch (typeof value) {

@@ -1,13 +1,22 @@
-import { createHash } from 'node:crypto';
+import { X509Certificate, createHash, createPrivateKey } from 'node:crypto';
+import { isIPv4, isIPv6 } from 'node:net';
 import { type AuxKind, auxPath } from './rendered.ts';
 import { abort, describeValue } from './abort.ts';
-import { haproxyWord, isFileName, mapKey } from './escape.ts';
+import { haproxyWord, isFileName, lfText, mapKey, regexEscape } from './escape.ts';
 import { compareCodeUnits } from './readonly.ts';
 
 /**
  * The helpers templates see as `h`. Each is pure and deterministic: output
  * depends on the arguments only, and anything that iterates keys sorts them.
  * Misuse aborts the render with a message, reported at the calling line.
+ * Two helpers record into the render instead of returning data: `warn` (a
+ * warning the render result carries) and `certFile` (a certificate file the
+ * render writes); both work only while rendering.
+ *
+ * The validators (`is…`) are how templates keep cluster data out of
+ * configuration syntax: a value that fails one is skipped with `h.warn`,
+ * never written, so one bad object cannot break the whole configuration.
+ * Each accepts only what haproxy 2.6 reads back as the same single value.
  */
 export interface Helpers {
   /** `maps/<name>`, relative to haproxy.cfg's directory; the map template must exist. */
@@ -42,6 +51,65 @@ export interface Helpers {
   fail(message: unknown): never;
   /** The value at a dotted path (or a list of segments, for keys with dots), or `fallback` when absent or null. */
   get(object: unknown, path: string | readonly (string | number)[], fallback?: unknown): unknown;
+
+  /**
+   * Records a warning about `subject` (a Kubernetes object, named as
+   * `Kind namespace/name`, or a string) that the render result carries;
+   * repeats of the same warning are kept once. Returns '' so that it can sit
+   * in `<%- %>` as well as in `<% %>`.
+   */
+  warn(subject: unknown, message: unknown): string;
+  /**
+   * Adds a certificate file `ssl/<name>` with this content to the render and
+   * returns its path. Registering the same name again with the same content
+   * is a no-op; with other content, or a name a certificate template has, it
+   * aborts. For files whose number depends on the cluster (one per Secret).
+   */
+  certFile(name: unknown, content: unknown): string;
+  /** 12 hex digits of a SHA-256 over the parts: a short, stable name for a combination of values. */
+  digest(...parts: unknown[]): string;
+  /** Text for a log-format argument (set-header values, redirect locations): `%` doubled, so it stays literal. */
+  lfText(value: unknown): string;
+  /** The text with every PCRE metacharacter escaped, for building a regex from a literal. */
+  regexEscape(value: unknown): string;
+  /** An IPv4 address in dotted-quad form, or an IPv6 address without a zone. */
+  isIP(value: unknown): boolean;
+  /** An IP address or a network `address/prefix`. */
+  isCidr(value: unknown): boolean;
+  /** A TCP port number: an integer from 1 to 65535 (a number, or its decimal text). */
+  isPort(value: unknown): boolean;
+  /** A haproxy duration: digits with an optional unit us, ms, s, m, h or d, at most 24 days. */
+  isDuration(value: unknown): boolean;
+  /** An HTTP header (or query parameter) name: an RFC 9110 token without quotes, `%` or backslash. */
+  isHeaderName(value: unknown): boolean;
+  /** An HTTP header value: printable ASCII, spaces inside only. */
+  isHeaderValue(value: unknown): boolean;
+  /** A regular expression that haproxy's PCRE and JavaScript read alike: a conservative subset. */
+  isRegex(value: unknown): boolean;
+  /**
+   * A certificate chain and its private key (PEM text, as in a kubernetes.io/tls
+   * Secret) as one PEM bundle for haproxy, or undefined when either does not
+   * parse or the key does not belong to the certificate.
+   */
+  tlsBundle(certificate: unknown, key: unknown): string | undefined;
+  /**
+   * The entries of an htpasswd file whose user name and crypt(3) hash haproxy
+   * can use; `invalid` lists the 1-based numbers of the other non-empty lines.
+   */
+  htpasswd(text: unknown): { users: { name: string; hash: string }[]; invalid: number[] };
+}
+
+/** A warning raised by a template through `h.warn`. */
+export interface RenderWarning {
+  /** `Kind namespace/name` of the object concerned, when it is one. */
+  object?: string;
+  message: string;
+}
+
+/** What one render collects besides its output; the engine opens one per render. */
+export interface RenderSession {
+  warnings: Map<string, RenderWarning>;
+  certs: Map<string, string>;
 }
 
 /** A property path (as for get) or a function of the item. */
@@ -54,7 +122,7 @@ export interface KnownFiles {
   certs: ReadonlySet<string>;
 }
 
-export function createHelpers(known: KnownFiles): Helpers {
+export function createHelpers(known: KnownFiles, session: () => RenderSession | undefined = () => undefined): Helpers {
   const pathTo = (kind: AuxKind, helper: string) => (name: unknown) => {
     if (typeof name !== 'string' || !isFileName(name)) abort(`${helper}(): ${describeValue(name)} is not a valid file name`);
     if (!known[kind].has(name)) {
@@ -80,8 +148,60 @@ export function createHelpers(known: KnownFiles): Helpers {
     isPath,
     fail: (message) => abort(typeof message === 'string' ? message : describeValue(message)),
     get,
+    warn: (subject, message) => {
+      const open = session() ?? abort('warn() records into a render, and no render is running');
+      const warning = toWarning(subject, message);
+      const key = JSON.stringify([warning.object ?? '', warning.message]);
+      if (!open.warnings.has(key)) open.warnings.set(key, warning);
+      return '';
+    },
+    certFile: (name, content) => {
+      const open = session() ?? abort('certFile() adds to a render, and no render is running');
+      if (typeof name !== 'string' || !isFileName(name)) abort(`certFile(): ${describeValue(name)} is not a valid file name`);
+      if (typeof content !== 'string') abort(`certFile(): the content must be a string, got ${describeValue(content)}`);
+      if (known.certs.has(name)) abort(`certFile(): ${JSON.stringify(name)} is the name of a certificate template`);
+      const existing = open.certs.get(name);
+      if (existing !== undefined && existing !== content) abort(`certFile(): ${JSON.stringify(name)} was already added with other content`);
+      open.certs.set(name, content);
+      return auxPath('certs', name);
+    },
+    digest,
+    lfText,
+    regexEscape,
+    isIP,
+    isCidr,
+    isPort,
+    isDuration,
+    isHeaderName,
+    isHeaderValue,
+    isRegex,
+    tlsBundle,
+    htpasswd,
   };
   return Object.freeze(helpers);
+}
+
+function toWarning(subject: unknown, message: unknown): RenderWarning {
+  const text = typeof message === 'string' ? message : describeValue(message);
+  if (typeof subject === 'string') return { object: subject, message: text };
+  if (subject !== null && typeof subject === 'object') {
+    const kind = get(subject, 'kind');
+    const ns = get(subject, 'metadata.namespace');
+    const name = get(subject, 'metadata.name');
+    if (typeof name === 'string') {
+      const prefix = typeof kind === 'string' ? `${kind} ` : '';
+      return { object: `${prefix}${typeof ns === 'string' ? `${ns}/` : ''}${name}`, message: text };
+    }
+  }
+  return { message: text };
+}
+
+function digest(...parts: unknown[]): string {
+  const texts = parts.map((part, i) => {
+    if (typeof part === 'string' || typeof part === 'bigint' || typeof part === 'boolean' || (typeof part === 'number' && Number.isFinite(part))) return String(part);
+    return abort(`digest(): part ${i + 1} is ${describeValue(part)}, expected a string, number or boolean`);
+  });
+  return createHash('sha256').update(JSON.stringify(texts)).digest('hex').slice(0, 12);
 }
 
 const VERBATIM_PART = /^[A-Za-z0-9.-]+$/;
@@ -204,6 +324,137 @@ const PATH = /^\/(?:[A-Za-z0-9\-._~!$&'()*+,;=:@/]|%[0-9A-Fa-f]{2})*$/;
 
 function isPath(value: unknown): boolean {
   return typeof value === 'string' && PATH.test(value);
+}
+
+function isIP(value: unknown): boolean {
+  // A zone (`%eth0`) is not an address haproxy reads in a server line.
+  return typeof value === 'string' && value.length <= 45 && (isIPv4(value) || (isIPv6(value) && !value.includes('%')));
+}
+
+function isCidr(value: unknown): boolean {
+  if (typeof value !== 'string') return false;
+  const slash = value.indexOf('/');
+  if (slash < 0) return isIP(value);
+  const address = value.slice(0, slash);
+  const prefix = value.slice(slash + 1);
+  if (!/^(?:0|[1-9][0-9]{0,2})$/.test(prefix) || !isIP(address)) return false;
+  return Number(prefix) <= (isIPv4(address) ? 32 : 128);
+}
+
+function isPort(value: unknown): boolean {
+  const n = typeof value === 'number' ? value : typeof value === 'string' && /^[1-9][0-9]{0,4}$/.test(value) ? Number(value) : NaN;
+  return Number.isInteger(n) && n >= 1 && n <= 65535;
+}
+
+const DURATION = /^([0-9]{1,10})(us|ms|s|m|h|d)?$/;
+const UNIT_MS: Readonly<Record<string, number>> = { us: 0.001, ms: 1, s: 1000, m: 60_000, h: 3_600_000, d: 86_400_000 };
+
+function isDuration(value: unknown): boolean {
+  const m = typeof value === 'string' ? DURATION.exec(value) : null;
+  // haproxy keeps timeouts in signed 32-bit milliseconds.
+  return m !== null && Number(m[1]) * UNIT_MS[m[2] ?? 'ms']! <= 2_147_483_647;
+}
+
+const HEADER_NAME = /^[A-Za-z0-9!#$&*+.^_`|~-]{1,256}$/;
+
+function isHeaderName(value: unknown): boolean {
+  return typeof value === 'string' && HEADER_NAME.test(value);
+}
+
+const HEADER_VALUE = /^[\x21-\x7e](?:[\x20-\x7e]{0,4094}[\x21-\x7e])?$/;
+
+function isHeaderValue(value: unknown): boolean {
+  return typeof value === 'string' && HEADER_VALUE.test(value);
+}
+
+/**
+ * Escapes allowed in isRegex: classes, anchors and escaped metacharacters mean
+ * the same in PCRE and JavaScript; others (\u, \k, \p, \c, digits) do not.
+ */
+const REGEX_ESCAPES = new Set([...'dDwWsSbBtnr.\\/-[](){}*+?|^$']);
+
+function isRegex(value: unknown): boolean {
+  if (typeof value !== 'string' || value.length === 0 || value.length > 1024) return false;
+  if (!/^[\x20-\x7e]+$/.test(value)) return false;
+  for (let i = 0; i < value.length; i++) {
+    const c = value[i]!;
+    if (c === '\\') {
+      const next = value[i + 1];
+      if (next === 'x' && /^[0-9A-Fa-f]{2}$/.test(value.slice(i + 2, i + 4))) i += 3;
+      else if (next !== undefined && REGEX_ESCAPES.has(next)) i++;
+      else return false;
+    } else if (c === '(' && value[i + 1] === '?' && value[i + 2] !== ':') {
+      // Lookarounds and named groups differ between the dialects.
+      return false;
+    }
+  }
+  // An empty class is valid JavaScript but an unterminated class to PCRE.
+  if (value.includes('[]') || value.includes('[^]')) return false;
+  try {
+    // Unicode mode is the stricter parser: no lone brackets or braces, no odd ranges.
+    new RegExp(value, 'u');
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+const PEM_BLOCK = /-----BEGIN ([A-Z0-9 ]+)-----\r?\n([A-Za-z0-9+/=\r\n]+?)-----END \1-----/g;
+const KEY_LABELS = new Set(['PRIVATE KEY', 'RSA PRIVATE KEY', 'EC PRIVATE KEY']);
+
+/** The PEM blocks of a text, re-wrapped canonically; undefined if anything else is in it. */
+function pemBlocks(text: string): { label: string; pem: string }[] | undefined {
+  const blocks: { label: string; pem: string }[] = [];
+  let rest = text;
+  for (const m of text.matchAll(PEM_BLOCK)) {
+    const body = m[2]!.replace(/[\r\n]/g, '');
+    if (!/^(?:[A-Za-z0-9+/]{4})*(?:[A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=)?$/.test(body) || body.length === 0) return undefined;
+    const lines = body.match(/.{1,64}/g)!.join('\n');
+    blocks.push({ label: m[1]!, pem: `-----BEGIN ${m[1]!}-----\n${lines}\n-----END ${m[1]!}-----\n` });
+    rest = rest.replace(m[0], '');
+  }
+  return rest.trim() === '' ? blocks : undefined;
+}
+
+function tlsBundle(certificate: unknown, key: unknown): string | undefined {
+  if (typeof certificate !== 'string' || typeof key !== 'string') return undefined;
+  const certs = pemBlocks(certificate);
+  const keys = pemBlocks(key);
+  if (!certs || !keys || certs.length === 0 || keys.length !== 1) return undefined;
+  if (!certs.every((b) => b.label === 'CERTIFICATE') || !KEY_LABELS.has(keys[0]!.label)) return undefined;
+  try {
+    const leaf = new X509Certificate(certs[0]!.pem);
+    for (const c of certs.slice(1)) new X509Certificate(c.pem);
+    const privateKey = createPrivateKey(keys[0]!.pem);
+    if (!leaf.checkPrivateKey(privateKey)) return undefined;
+  } catch {
+    return undefined;
+  }
+  return certs.map((b) => b.pem).join('') + keys[0]!.pem;
+}
+
+const HTPASSWD_USER = /^[A-Za-z0-9._@-]{1,64}$/;
+// crypt(3) hashes of the families glibc/libxcrypt verify: MD5 ($1$), SHA-256 ($5$), SHA-512 ($6$), bcrypt ($2?$), yescrypt ($y$).
+const CRYPT_HASH = /^\$(?:1|5|6|2[aby]|y)\$[A-Za-z0-9./$=]{1,200}$/;
+
+function htpasswd(text: unknown): { users: { name: string; hash: string }[]; invalid: number[] } {
+  const users: { name: string; hash: string }[] = [];
+  const invalid: number[] = [];
+  if (typeof text !== 'string') return { users, invalid: [0] };
+  const seen = new Set<string>();
+  text.split('\n').forEach((raw, i) => {
+    const line = raw.replace(/\r$/, '');
+    if (line.trim() === '') return;
+    const colon = line.indexOf(':');
+    const name = line.slice(0, colon);
+    const hash = line.slice(colon + 1);
+    if (colon < 0 || !HTPASSWD_USER.test(name) || !CRYPT_HASH.test(hash) || seen.has(name)) invalid.push(i + 1);
+    else {
+      seen.add(name);
+      users.push({ name, hash });
+    }
+  });
+  return { users, invalid };
 }
 
 function get(object: unknown, path: string | readonly (string | number)[], fallback?: unknown): unknown {

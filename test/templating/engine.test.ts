@@ -448,3 +448,61 @@ describe('renderTemplates', () => {
     });
   });
 });
+
+describe('render warnings and added certificate files', () => {
+  const ingress = { kind: 'Ingress', metadata: { namespace: 'shop', name: 'web' } };
+
+  it('carries the warnings of h.warn in the result, each once, in the order raised, and renders on', () => {
+    const templates = compiled({
+      main: "<% h.warn(values.ingress, 'skipped: bad host') %><%- h.warn('values.port', 'not a port') %>ok\n<% h.warn(values.ingress, 'skipped: bad host') %>",
+      maps: { 'a.map': "<% h.warn(values.ingress, 'skipped: bad host') %><% h.warn(undefined, 'no subject') %>" },
+    });
+    const result = renderTemplates(templates, { resources: {}, values: { ingress } });
+    assert.ok(result.ok);
+    assert.equal(result.config.main, 'ok\n');
+    assert.deepEqual(result.warnings, [
+      { object: 'Ingress shop/web', message: 'skipped: bad host' },
+      { object: 'values.port', message: 'not a port' },
+      { message: 'no subject' },
+    ]);
+  });
+
+  it('starts each render with no warnings, and a render without any has an empty list', () => {
+    const templates = compiled({ main: "<% if (values.bad) h.warn('x', 'bad') %>" });
+    const first = renderTemplates(templates, { resources: {}, values: { bad: true } });
+    const second = renderTemplates(templates, { resources: {}, values: { bad: false } });
+    assert.ok(first.ok && second.ok);
+    assert.equal(first.warnings.length, 1);
+    assert.deepEqual(second.warnings, []);
+  });
+
+  it('adds h.certFile files to the certificates, beside the templates, and returns their path', () => {
+    const templates = compiled({
+      main: "bind :443 ssl crt-list <%= h.certFile('list.txt', h.certFile('a.pem', 'A\\n') + ' a.example\\n') %>\n",
+      maps: { 'm.map': "<% h.certFile('a.pem', 'A\\n') %>" },
+      certs: { 'static.pem': 'S\n' },
+    });
+    const config = rendered(templates);
+    assert.equal(config.main, 'bind :443 ssl crt-list ssl/list.txt\n');
+    assert.deepEqual(config.certs, { 'a.pem': 'A\n', 'list.txt': 'ssl/a.pem a.example\n', 'static.pem': 'S\n' });
+    assert.equal(rendered(templates).hash, config.hash, 'deterministic');
+    assert.deepEqual(rendered(compiled({ main: '' })).certs, {}, 'no files left over from another set');
+  });
+
+  it('refuses a certFile that clashes with a template, with other content, or has a bad name', () => {
+    const clash = renderError({ main: "<% h.certFile('static.pem', 'X') %>", certs: { 'static.pem': 'S' } });
+    assert.match(clash.message, /"static.pem" is the name of a certificate template/);
+    assert.match(renderError({ main: "<% h.certFile('a.pem', 'A') %><% h.certFile('a.pem', 'B') %>" }).message, /already added with other content/);
+    assert.match(renderError({ main: "<% h.certFile('../a.pem', 'A') %>" }).message, /not a valid file name/);
+    assert.match(renderError({ main: "<% h.certFile('a.pem', 5) %>" }).message, /content must be a string/);
+  });
+
+  it('forgets the files and warnings of a failed render', () => {
+    const templates = compiled({ main: "<% h.certFile('a.pem', 'A'); h.warn('x', 'y'); if (values.fail) h.fail('stop') %>" });
+    assert.equal(renderTemplates(templates, { resources: {}, values: { fail: true } }).ok, false);
+    const next = renderTemplates(templates, { resources: {}, values: { fail: false } });
+    assert.ok(next.ok);
+    assert.deepEqual(Object.keys(next.config.certs), ['a.pem']);
+    assert.equal(next.warnings.length, 1);
+  });
+});

@@ -2,6 +2,12 @@ import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { TemplateAbort } from '../../src/templating/abort.ts';
 import { haproxyWord } from '../../src/templating/escape.ts';
+import { X509Certificate, generateKeyPairSync } from 'node:crypto';
+import { execFileSync } from 'node:child_process';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { lfText, regexEscape } from '../../src/templating/escape.ts';
 import { compareKeys, createHelpers, identifier } from '../../src/templating/helpers.ts';
 import { readOnly } from '../../src/templating/readonly.ts';
 
@@ -239,4 +245,102 @@ describe('helpers', () => {
       assert.equal(h.get(readOnly(svc), ['metadata', 'annotations', 'haproxy.org/timeout']), '5s');
     });
   });
+
+  it('warn and certFile refuse to work outside a render', () => {
+    aborts(() => h.warn('x', 'y'), /no render is running/);
+    aborts(() => h.certFile('a.pem', 'x'), /no render is running/);
+  });
+
+  it('digest is 12 stable hex digits that tell parts apart', () => {
+    assert.match(h.digest('a', 1), /^[0-9a-f]{12}$/);
+    assert.equal(h.digest('a', 1), h.digest('a', '1'));
+    assert.notEqual(h.digest('a', 'b'), h.digest('ab'));
+    aborts(() => h.digest({}), /part 1 is an object/);
+  });
+
+  it('lfText doubles % so that a log-format argument stays literal', () => {
+    assert.equal(h.lfText('50% off %[src]'), '50%% off %%[src]');
+    assert.equal(h.lfText, lfText);
+    aborts(() => h.lfText('a\nb'), /U\+000A/);
+  });
+
+  it('regexEscape escapes every PCRE metacharacter', () => {
+    const text = 'a.b*c+d?e(f)[g]{h}|i^j$k\\l';
+    const escaped = regexEscape(text);
+    assert.equal(new RegExp(`^${escaped}$`).test(text), true);
+    assert.equal(new RegExp(`^${escaped}$`).test('aXb*c+d?e(f)[g]{h}|i^j$k\\l'), false);
+  });
+
+  it('isIP and isCidr accept addresses and networks only', () => {
+    for (const ok of ['10.0.0.1', '::1', 'fd00::1', '2001:db8::8a2e:370:7334']) assert.equal(h.isIP(ok), true, ok);
+    for (const bad of ['300.1.1.1', '01.2.3.4', '10.0.0', 'fe80::1%eth0', 'example.com', '10.0.0.1 backup', '', 7]) assert.equal(h.isIP(bad), false, String(bad));
+    for (const ok of ['10.0.0.0/8', '192.0.2.1', '::/0', '2001:db8::/32', '0.0.0.0/0']) assert.equal(h.isCidr(ok), true, ok);
+    for (const bad of ['10.0.0.0/33', '::/129', '10.0.0.0/08', '10.0.0.0/', '/8', '10.0.0.0/8 ::1']) assert.equal(h.isCidr(bad), false, bad);
+  });
+
+  it('isPort, isDuration', () => {
+    for (const ok of [1, 80, 65535, '8080']) assert.equal(h.isPort(ok), true, String(ok));
+    for (const bad of [0, 65536, 1.5, '080', '', 'http', -1, NaN]) assert.equal(h.isPort(bad), false, String(bad));
+    for (const ok of ['30s', '500ms', '5m', '1h', '2d', '100', '10us', '24d']) assert.equal(h.isDuration(ok), true, ok);
+    for (const bad of ['30 s', '1.5s', '-1s', '30sec', '25d', '', '1s\n']) assert.equal(h.isDuration(bad), false, bad);
+  });
+
+  it('isHeaderName and isHeaderValue', () => {
+    for (const ok of ['X-Version', 'x_b.c', "a!#$&*+.^_`|~-"]) assert.equal(h.isHeaderName(ok), true, ok);
+    for (const bad of ['', 'a b', 'a:b', "a'b", 'a%b', 'a\\b', 'a(b)', 'a,b', 'ü']) assert.equal(h.isHeaderName(bad), false, bad);
+    for (const ok of ['v', 'a b, c', '"quoted" #x %y']) assert.equal(h.isHeaderValue(ok), true, ok);
+    for (const bad of ['', ' lead', 'trail ', 'a\tb', 'a\nb', 'é']) assert.equal(h.isHeaderValue(bad), false, bad);
+  });
+
+  it('isRegex accepts what PCRE and JavaScript read alike', () => {
+    for (const ok of ['/items/[0-9]+', '^/a(?:b|c)*$', '\\d{2,3}\\.x', 'a\\x41']) assert.equal(h.isRegex(ok), true, ok);
+    for (const bad of ['(', '[]', '[^]', 'a{,2}', '(?<n>a)', '(?=a)', '\\1', '\\k<a>', '\\p{L}', '\\u0041', '\\cA', 'a\nb', '', '[\\d-z]']) {
+      assert.equal(h.isRegex(bad), false, bad);
+    }
+  });
+
+  describe('tlsBundle', () => {
+    const make = (cn: string) => {
+      const dir = mkdtempSync(join(tmpdir(), 'haprx-tls-'));
+      try {
+        execFileSync('openssl', ['req', '-x509', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:prime256v1', '-nodes', '-days', '1', '-subj', `/CN=${cn}`, '-keyout', join(dir, 'k'), '-out', join(dir, 'c')], { stdio: 'ignore' });
+        return { crt: readFileSync(join(dir, 'c'), 'utf8'), key: readFileSync(join(dir, 'k'), 'utf8') };
+      } finally {
+        rmSync(dir, { recursive: true, force: true });
+      }
+    };
+    const a = make('a.example');
+    const b = make('b.example');
+
+    it('joins a certificate and its key into one canonical PEM bundle', () => {
+      const bundle = h.tlsBundle(a.crt.replaceAll('\n', '\r\n'), a.key);
+      assert.ok(bundle);
+      assert.match(bundle, /^-----BEGIN CERTIFICATE-----\n[A-Za-z0-9+/=\n]+-----END CERTIFICATE-----\n-----BEGIN PRIVATE KEY-----\n[A-Za-z0-9+/=\n]+-----END PRIVATE KEY-----\n$/);
+      assert.equal(new X509Certificate(bundle).subject, 'CN=a.example');
+    });
+
+    it('refuses a key of another certificate, extra text, and anything that does not parse', () => {
+      assert.equal(h.tlsBundle(a.crt, b.key), undefined);
+      assert.equal(h.tlsBundle(`${a.crt}\nlua-load /tmp/x.lua\n`, a.key), undefined);
+      assert.equal(h.tlsBundle(a.crt.replace(/[A-Za-z]{8}/, 'AAAAAAAA'), a.key), undefined);
+      assert.equal(h.tlsBundle(a.key, a.key), undefined);
+      assert.equal(h.tlsBundle(a.crt, `${a.key}${a.key}`), undefined);
+      const rsa = generateKeyPairSync('rsa', { modulusLength: 1024 }).privateKey.export({ type: 'pkcs8', format: 'pem' });
+      assert.equal(h.tlsBundle(a.crt, rsa), undefined);
+      assert.equal(h.tlsBundle(undefined, a.key), undefined);
+    });
+  });
+
+  it('htpasswd keeps lines with usable crypt hashes and numbers the others', () => {
+    const text = 'alice:$5$salt$abcdefghijklmnopqrstuvwxyz./0123456789ABCD\n\nbob:$apr1$x$y\ncarol:plain\nalice:$6$again$x\nbad user:$5$a$b\ndave:$2b$10$abcdefghijklmnopqrstuu\r\n';
+    assert.deepEqual(h.htpasswd(text), {
+      users: [
+        { name: 'alice', hash: '$5$salt$abcdefghijklmnopqrstuvwxyz./0123456789ABCD' },
+        { name: 'dave', hash: '$2b$10$abcdefghijklmnopqrstuu' },
+      ],
+      invalid: [3, 4, 5, 6],
+    });
+    assert.deepEqual(h.htpasswd(undefined), { users: [], invalid: [0] });
+  });
 });
+
