@@ -1,0 +1,452 @@
+import { randomUUID } from 'node:crypto';
+import { hostname } from 'node:os';
+import { parseArgs } from 'node:util';
+import { BehaviorSubject, type MonoTypeOperatorFunction, Observable, type Subscription, combineLatest, defer, distinctUntilChanged, map, merge, of, tap } from 'rxjs';
+import type { ControllerConfig } from '../config/controller-config.ts';
+import { DEFAULT_SETTINGS } from '../config/controller-config.ts';
+import type { RawConfig } from '../config/template-dir.ts';
+import type { ControllerEvent, Deployment, Endpoint, InstanceOutcome } from '../events.ts';
+import { Validator } from '../haproxy/validate.ts';
+import { KubeApi, loadKubeConfig } from '../k8s/api.ts';
+import { type EventLimits, clusterEventFor } from '../k8s/cluster-events.ts';
+import type { CredentialsResult } from '../k8s/credentials.ts';
+import { EventRecorder } from '../k8s/event-recorder.ts';
+import { IngressStatusWriter, isIngressSet } from '../k8s/ingress-status.ts';
+import { DEFAULT_LEASE_TIMINGS, LeaderElector, type LeaseTimings } from '../k8s/leader-election.ts';
+import type { ListWatchOptions } from '../k8s/list-watch.ts';
+import type { ResourceChange } from '../k8s/resource.ts';
+import { controllerConfigSource, credentialsSource, haproxyEndpoints, kubeChanges, serviceAddressSource } from '../k8s/sources.ts';
+import { startObservability } from '../observability/index.ts';
+import { createLogger } from '../observability/logger.ts';
+import { renderTemplates } from '../templating/engine.ts';
+import type { RenderedConfig } from '../templating/rendered.ts';
+import { controller } from '../../streams/controller.ts';
+import { graph } from '../../streams/graph.ts';
+import type { ValidateOutcome } from '../../streams/validate.ts';
+import { fromAbortable } from './abortable.ts';
+import { type LoadedConfig, loadControllerConfig } from './load-config.ts';
+import type { Command } from './main.ts';
+
+/** What a Data Plane target needs to reach one HAProxy instance (src/dataplane's DataplaneTarget takes these). */
+export interface DataplaneTargetOptions {
+  baseUrl: string;
+  username: string;
+  password: string;
+  ca?: string;
+  cert?: string;
+  key?: string;
+  timeoutMs?: number;
+}
+
+/** One HAProxy instance to deploy to; DataplaneTarget in production. */
+export interface InstanceTarget {
+  deploy(config: RenderedConfig, signal?: AbortSignal): Promise<InstanceOutcome>;
+}
+
+export type TargetFactory = (options: DataplaneTargetOptions) => InstanceTarget;
+
+/** What the running controller tells its log; never credentials. */
+export type Notice = { level: 'debug' | 'info' | 'warn' | 'error'; message: string; fields?: Record<string, unknown> };
+
+/** The observability surface `haprx run` feeds (src/observability's startObservability gives it). */
+export interface RunObserver {
+  record(event: ControllerEvent): void;
+  trackResources?(): MonoTypeOperatorFunction<ResourceChange>;
+  setControllerConfig?(config: ControllerConfig): void;
+  setLeader?(leader: boolean): void;
+}
+
+export interface InClusterOptions {
+  api: KubeApi;
+  /** The controller's namespace: its ConfigMap, credentials Secret, Lease and Events. */
+  namespace: string;
+  configMap: string;
+  credentialsSecret: string;
+  lease: string;
+  /** This replica in the Lease and in Events; unique per process. */
+  identity: string;
+  leaseTimings?: Partial<LeaseTimings>;
+  validator: Pick<Validator, 'validate'>;
+  targets: TargetFactory;
+  /** How long a stop waits for the deployment in flight before aborting it. */
+  drainTimeoutMs?: number;
+  listWatch?: ListWatchOptions;
+  eventLimits?: Partial<EventLimits>;
+  observer?: RunObserver;
+  onNotice?: (notice: Notice) => void;
+}
+
+export interface RunningController {
+  /** Whether this replica leads (and so deploys and writes Ingress status). */
+  readonly leader$: Observable<boolean>;
+  /**
+   * Stops: no new deployment starts, the one in flight finishes or is aborted after
+   * drainTimeoutMs, the lease is released, pending Events are written.
+   */
+  stop(): Promise<void>;
+}
+
+/**
+ * The in-cluster controller: the same graph as `haprx local`, with the Kubernetes
+ * source, the HAProxy pods as endpoints, the Data Plane targets and the leader
+ * election, and the cluster feedback (Events, Ingress status) as consumers of the
+ * event stream.
+ */
+export function startInCluster(options: InClusterOptions): RunningController {
+  const { api, namespace, identity } = options;
+  const notice = options.onNotice ?? (() => undefined);
+  const observer = options.observer;
+  const lw = options.listWatch ?? {};
+  const subscriptions: Subscription[] = [];
+
+  const elector = new LeaderElector(api, {
+    namespace,
+    name: options.lease,
+    identity,
+    ...DEFAULT_LEASE_TIMINGS,
+    ...options.leaseTimings,
+    onNotice: ({ leader, message }) => notice({ level: leader ? 'info' : 'warn', message: `leader election: ${message}`, fields: { identity, leader } }),
+  });
+  // Stopping takes the deploying role away at once, before the lease is released.
+  const stopping$ = new BehaviorSubject(false);
+  const leader$ = combineLatest([elector.leader$, stopping$]).pipe(
+    map(([leader, stopping]) => leader && !stopping),
+    distinctUntilChanged(),
+  );
+  if (observer?.setLeader) subscriptions.push(leader$.subscribe((leader) => observer.setLeader!(leader)));
+
+  let configUid: string | undefined;
+  const recorder = new EventRecorder(api, {
+    namespace,
+    reportingInstance: identity,
+    regarding: () => ({ apiVersion: 'v1', kind: 'ConfigMap', namespace, name: options.configMap, ...(configUid !== undefined && { uid: configUid }) }),
+    ...(options.eventLimits && { limits: options.eventLimits }),
+    onNotice: (message) => notice({ level: 'warn', message }),
+  });
+
+  // Credentials: a rotation replaces every target (new clients), with no restart.
+  let credentials: CredentialsResult = { ok: false, message: `the Secret ${namespace}/${options.credentialsSecret} has not been read yet` };
+  const targets = new Map<string, InstanceTarget>();
+  // Deployments running now. A stop aborts them itself: the graph keeps a started
+  // deployment running even when unsubscribed (schedule shares it with shareReplay).
+  const deploying = new Set<AbortController>();
+  subscriptions.push(
+    credentialsSource(api, namespace, options.credentialsSecret, lw).subscribe((result) => {
+      credentials = result;
+      targets.clear();
+      if (result.ok) notice({ level: 'info', message: `Data Plane credentials loaded (version ${result.credentials.version})` });
+      else notice({ level: 'warn', message: `Data Plane credentials: ${result.message}` });
+    }),
+  );
+  const deployTo = (endpoint: Endpoint, deployment: Deployment): Observable<InstanceOutcome> => {
+    const current = credentials;
+    if (!current.ok) return of({ ok: false, reloaded: false, runtimeOps: 0, error: current.message });
+    let target = targets.get(endpoint.address);
+    if (!target) {
+      const { username, password, ca, cert, key } = current.credentials;
+      target = options.targets({ baseUrl: endpoint.address, username, password, ...(ca !== undefined && { ca }), ...(cert !== undefined && { cert, key: key! }) });
+      targets.set(endpoint.address, target);
+    }
+    const chosen = target;
+    return new Observable<InstanceOutcome>((subscriber) => {
+      const abort = new AbortController();
+      deploying.add(abort);
+      chosen.deploy(deployment.config, abort.signal).then(
+        (outcome) => {
+          subscriber.next(outcome);
+          subscriber.complete();
+        },
+        (err: unknown) => subscriber.error(err),
+      ).finally(() => deploying.delete(abort));
+      return () => abort.abort();
+    });
+  };
+
+  const config$ = controllerConfigSource(api, namespace, options.configMap, lw).pipe(
+    tap((state) => (configUid = state.uid)),
+    map((state) => state.raw),
+  );
+
+  const events$ = controller(config$, {
+    decode: (raw: RawConfig) => (raw.ok ? loadControllerConfig(raw.raw) : { ok: false, path: raw.path, message: raw.message }),
+    graph: (loaded) => {
+      observer?.setControllerConfig?.(loaded.config);
+      const haproxy = loaded.config.settings.haproxy ?? DEFAULT_SETTINGS.haproxy!;
+      const podNamespace = haproxy.namespace ?? namespace;
+      // A new configuration may address the instances differently: start with new clients.
+      targets.clear();
+      const ingressSets = new Set(loaded.config.watch.filter(isIngressSet).map((w) => w.name));
+      const writer = haproxy.service && ingressSets.size > 0 ? new IngressStatusWriter(api, { ingressSets, onNotice: (message) => notice({ level: 'warn', message }) }) : undefined;
+      let changes$ = kubeChanges(api, loaded.config.watch, lw);
+      if (writer) changes$ = changes$.pipe(tap((change) => writer.onChange(change)));
+      if (observer?.trackResources) changes$ = changes$.pipe(observer.trackResources());
+      const graph$ = inClusterGraph(loaded, {
+        changes$,
+        endpoints$: haproxyEndpoints(api, podNamespace, haproxy.podSelector, haproxy.dataplane, lw),
+        validator: options.validator,
+        deployTo,
+        leader$,
+      });
+      if (!writer) return graph$;
+      const status$ = new Observable<never>(() => {
+        const subs = [
+          serviceAddressSource(api, podNamespace, haproxy.service!, lw).subscribe((addresses) => writer.setAddresses(addresses)),
+          leader$.subscribe((leader) => writer.setLeader(leader)),
+        ];
+        return () => {
+          for (const s of subs) s.unsubscribe();
+          writer.stop();
+        };
+      });
+      return merge(graph$, status$);
+    },
+  });
+
+  // Deployments in flight, so that a stop can wait for them.
+  let inFlight = 0;
+  const settled = new BehaviorSubject(0);
+  subscriptions.push(
+    events$.subscribe((event) => {
+      if (event.type === 'ConfigAccepted') inFlight = 0;
+      else if (event.type === 'DeploymentStarted') inFlight++;
+      else if (event.type === 'DeploymentCompleted') inFlight = Math.max(0, inFlight - 1);
+      settled.next(inFlight);
+      observer?.record(event);
+      const clusterEvent = clusterEventFor(event);
+      if (clusterEvent) recorder.record(clusterEvent);
+    }),
+  );
+  elector.start();
+
+  let stopped: Promise<void> | undefined;
+  return {
+    leader$,
+    stop: () =>
+      (stopped ??= (async () => {
+        stopping$.next(true);
+        const drainMs = options.drainTimeoutMs ?? 20_000;
+        const drained = await new Promise<boolean>((resolve) => {
+          if (inFlight === 0) return resolve(true);
+          const timer = setTimeout(() => resolve(false), drainMs);
+          const sub = settled.subscribe((n) => {
+            if (n === 0) {
+              clearTimeout(timer);
+              queueMicrotask(() => sub.unsubscribe());
+              resolve(true);
+            }
+          });
+        });
+        if (!drained) {
+          notice({ level: 'warn', message: `the deployment in flight did not finish within ${drainMs} ms: aborting it` });
+          for (const abort of deploying) abort.abort();
+        }
+        // Unsubscribing stops the rest (validations, watches, timers).
+        for (const s of subscriptions) s.unsubscribe();
+        await elector.stop();
+        await recorder.stop();
+        stopping$.complete();
+      })()),
+  };
+}
+
+/**
+ * The graph for one configuration with the real renderer and validator, as
+ * src/cli/wiring.ts's controllerGraph builds it, plus `leader$`: ControllerIO has no
+ * leader$ yet. Once it does, this becomes controllerGraph(loaded, { ...io, leader$ }).
+ */
+function inClusterGraph(
+  loaded: LoadedConfig,
+  io: {
+    changes$: Observable<ResourceChange>;
+    endpoints$: Observable<readonly Endpoint[]>;
+    validator: Pick<Validator, 'validate'>;
+    deployTo: (endpoint: Endpoint, deployment: Deployment) => Observable<InstanceOutcome>;
+    leader$: Observable<boolean>;
+  },
+): Observable<ControllerEvent> {
+  const { config, templates } = loaded;
+  return graph(
+    { ...config.settings, watched: config.watch },
+    {
+      changes$: io.changes$,
+      endpoints$: io.endpoints$,
+      render: ({ resources }) => defer(() => of(renderTemplates(templates, { resources: Object.fromEntries(resources), values: config.values }))),
+      validate: (rendered: RenderedConfig) =>
+        fromAbortable((signal) => io.validator.validate(rendered, signal)).pipe(
+          map((result): ValidateOutcome => (result.ok ? { ok: true } : { ok: false, problems: result.problems })),
+        ),
+      deployTo: io.deployTo,
+      leader$: io.leader$,
+    },
+  );
+}
+
+const ENV = {
+  namespace: 'HAPRX_NAMESPACE',
+  configMap: 'HAPRX_CONFIGMAP',
+  secret: 'HAPRX_CREDENTIALS_SECRET',
+  lease: 'HAPRX_LEASE',
+  identity: 'HAPRX_IDENTITY',
+} as const;
+
+/** Reads a duration flag such as `15s` or `1500ms`. */
+function durationMs(flag: string, text: string | undefined, fallback: number): number {
+  if (text === undefined) return fallback;
+  const m = /^(\d+(?:\.\d+)?)(ms|s|m)?$/.exec(text.trim());
+  if (!m) throw new Error(`--${flag} ${text}: expected a duration such as 15s or 1500ms`);
+  return Math.round(Number(m[1]) * (m[2] === 'ms' ? 1 : m[2] === 'm' ? 60_000 : 1_000));
+}
+
+/**
+ * The Data Plane target of src/dataplane, loaded when `haprx run` starts. The
+ * specifier is computed (.ts from source, .js when built) because that module is
+ * being written alongside this one; once it is in, this becomes a static import.
+ */
+async function dataplaneTargets(): Promise<TargetFactory> {
+  const specifier = new URL(`../dataplane/target${import.meta.url.endsWith('.ts') ? '.ts' : '.js'}`, import.meta.url).href;
+  const module = (await import(specifier)) as { DataplaneTarget?: new (options: DataplaneTargetOptions) => InstanceTarget };
+  const DataplaneTarget = module.DataplaneTarget;
+  if (typeof DataplaneTarget !== 'function') throw new Error(`${specifier} exports no DataplaneTarget`);
+  return (options) => new DataplaneTarget(options);
+}
+
+export const runCommand: Command = {
+  summary: 'run the controller in a Kubernetes cluster, deploying through the Data Plane API',
+  usage: `Usage: haprx run [--namespace NS] [--configmap NAME] [--credentials-secret NAME] [--lease NAME]
+                [--identity ID] [--kubeconfig FILE] [--haproxy-bin PATH] [--drain-timeout DURATION]
+                [--lease-duration DURATION] [--renew-deadline DURATION] [--retry-period DURATION]
+                [--health-port N] [--metrics-port N]
+
+Runs the controller until SIGTERM or SIGINT. The controller configuration (templates,
+watched resources, settings) is the ConfigMap; the Data Plane API credentials are the
+Secret; the HAProxy pods are found by settings.haproxy.podSelector. Every replica
+watches, renders and validates; the one holding the Lease deploys and writes Ingress
+status. On SIGTERM no new deployment starts, the one in flight finishes (or is
+aborted after --drain-timeout), and the lease is released.
+
+The API server is reached with --kubeconfig, else KUBECONFIG, else the pod's service
+account (in-cluster), else ~/.kube/config. See docs/kubernetes.md.
+
+Options (environment variable in brackets):
+  --namespace NS                namespace of the ConfigMap, Secret, Lease and Events
+                                [${ENV.namespace}] (default: the service account's, or the context's)
+  --configmap NAME              controller configuration [${ENV.configMap}] (default haprx)
+  --credentials-secret NAME     Data Plane credentials [${ENV.secret}] (default haprx-dataplane)
+  --lease NAME                  leader election Lease [${ENV.lease}] (default haprx-leader)
+  --identity ID                 this replica in the Lease and Events [${ENV.identity}]
+                                (default: POD_NAME or the host name, plus a random suffix)
+  --kubeconfig FILE             client configuration file
+  --haproxy-bin PATH            haproxy for validation (default: haproxy on the PATH)
+  --drain-timeout DURATION      bound on the deployment in flight at shutdown (default 20s)
+  --lease-duration DURATION     default 15s
+  --renew-deadline DURATION     default 10s
+  --retry-period DURATION       default 2s
+  --health-port N               /healthz, /readyz, /debug/vars (default 8080; 0 turns it off)
+  --metrics-port N              Prometheus /metrics (default 9090; 0 turns it off)
+`,
+  async run(argv) {
+    const { values } = parseArgs({
+      args: argv,
+      options: {
+        namespace: { type: 'string' },
+        configmap: { type: 'string' },
+        'credentials-secret': { type: 'string' },
+        lease: { type: 'string' },
+        identity: { type: 'string' },
+        kubeconfig: { type: 'string' },
+        'haproxy-bin': { type: 'string', default: 'haproxy' },
+        'drain-timeout': { type: 'string' },
+        'lease-duration': { type: 'string' },
+        'renew-deadline': { type: 'string' },
+        'retry-period': { type: 'string' },
+        'health-port': { type: 'string', default: '8080' },
+        'metrics-port': { type: 'string', default: '9090' },
+      },
+      allowPositionals: false,
+      strict: true,
+    });
+    const env = process.env;
+    const log = createLogger();
+    let timings: LeaseTimings;
+    let drainTimeoutMs: number;
+    const ports: Record<string, number> = {};
+    try {
+      timings = {
+        leaseDurationMs: durationMs('lease-duration', values['lease-duration'], DEFAULT_LEASE_TIMINGS.leaseDurationMs),
+        renewDeadlineMs: durationMs('renew-deadline', values['renew-deadline'], DEFAULT_LEASE_TIMINGS.renewDeadlineMs),
+        retryPeriodMs: durationMs('retry-period', values['retry-period'], DEFAULT_LEASE_TIMINGS.retryPeriodMs),
+      };
+      drainTimeoutMs = durationMs('drain-timeout', values['drain-timeout'], 20_000);
+      if (!(timings.retryPeriodMs < timings.renewDeadlineMs && timings.renewDeadlineMs < timings.leaseDurationMs)) {
+        throw new Error('expected --retry-period < --renew-deadline < --lease-duration');
+      }
+      for (const flag of ['health-port', 'metrics-port'] as const) {
+        const port = Number(values[flag]);
+        if (!Number.isInteger(port) || port < 0 || port > 65_535) throw new Error(`--${flag} ${values[flag]}: expected a port number (0 turns it off)`);
+        ports[flag] = port;
+      }
+    } catch (err) {
+      process.stderr.write(`haprx: ${(err as Error).message}\n`);
+      return 2;
+    }
+
+    let loadedConfig;
+    try {
+      loadedConfig = loadKubeConfig({ ...(values.kubeconfig !== undefined && { kubeconfig: values.kubeconfig }) });
+    } catch (err) {
+      process.stderr.write(`haprx: cannot load the Kubernetes client configuration: ${(err as Error).message}\n`);
+      return 1;
+    }
+    const namespace = values.namespace ?? env[ENV.namespace] ?? loadedConfig.namespace ?? 'default';
+    const identity = values.identity ?? env[ENV.identity] ?? `${env.POD_NAME ?? hostname()}_${randomUUID().slice(0, 8)}`;
+    const configMap = values.configmap ?? env[ENV.configMap] ?? 'haprx';
+    const credentialsSecret = values['credentials-secret'] ?? env[ENV.secret] ?? 'haprx-dataplane';
+    const lease = values.lease ?? env[ENV.lease] ?? 'haprx-leader';
+
+    let targets: TargetFactory;
+    try {
+      targets = await dataplaneTargets();
+    } catch (err) {
+      process.stderr.write(`haprx: the Data Plane target is not available: ${(err as Error).message}\n`);
+      return 1;
+    }
+    const obs = await startObservability({
+      log,
+      health: ports['health-port'] ? { port: ports['health-port'] } : false,
+      metrics: ports['metrics-port'] ? { port: ports['metrics-port'] } : false,
+    });
+    log.info({ source: loadedConfig.source, namespace, configMap, credentialsSecret, lease, identity }, `haprx run: ConfigMap ${namespace}/${configMap}, lease ${lease} as ${identity}`);
+    const running = startInCluster({
+      api: new KubeApi(loadedConfig.config),
+      namespace,
+      configMap,
+      credentialsSecret,
+      lease,
+      identity,
+      leaseTimings: timings,
+      validator: new Validator({ haproxyBin: values['haproxy-bin'] }),
+      targets,
+      drainTimeoutMs,
+      observer: obs,
+      listWatch: { onDiagnostic: (d) => log.debug({ ...d }, `list/watch ${d.set}: ${d.type}`) },
+      onNotice: ({ level, message, fields }) => log[level](fields ?? {}, message),
+    });
+
+    const signal = await new Promise<NodeJS.Signals>((resolveSignal) => {
+      process.once('SIGINT', () => resolveSignal('SIGINT'));
+      process.once('SIGTERM', () => resolveSignal('SIGTERM'));
+    });
+    log.info(`${signal}: stopping (at most ${drainTimeoutMs} ms for the deployment in flight)`);
+    // A second signal does not wait.
+    const force = () => {
+      log.warn('second signal: exiting now');
+      process.exit(1);
+    };
+    process.once('SIGINT', force);
+    process.once('SIGTERM', force);
+    await running.stop();
+    await obs.close();
+    log.info('stopped');
+    return 0;
+  },
+};
