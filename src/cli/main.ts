@@ -8,6 +8,7 @@ export interface Command {
 }
 
 const commands: Record<string, Command> = { local: localCommand, render: renderCommand, validate: validateCommand };
+commands.test = (await import('./test-command.ts')).testCommand;
 
 const USAGE = `haprx: keeps HAProxy configured from Kubernetes state
 

@@ -1,0 +1,473 @@
+/**
+ * `haprx test TEMPLATES_DIR`: runs a template library's own fixture tests.
+ *
+ * A fixture is a YAML file in TEMPLATES_DIR/tests/ (files starting with `_`
+ * are shared manifests, not fixtures):
+ *
+ *   name: what the fixture shows
+ *   values: { ... }            # optional, on top of haprx.yaml's values
+ *   include: [_common.yaml]    # optional manifest files (multi-document), relative to tests/
+ *   resources: [ ... ]         # the cluster objects, as in a folder of manifests
+ *   assert:
+ *     - valid: true            # haproxy -c accepts the render (false: it refuses it)
+ *     - contains: "text"       # in haproxy.cfg, or in `file: maps/exact.map`
+ *       file: maps/exact.map
+ *     - notContains: "text"
+ *     - warning: "regex"       # a warning "<object>: <message>" matches
+ *     - noWarnings: true
+ *     - request: { host, path, method, headers, tls, sni, listener }
+ *       backend: be_x          # the backend that answers (status, location,
+ *       status: 200            #   headers, requestHeaders, uri, certificate
+ *       ...                    #   may be checked too; see docs/templates.md)
+ *
+ * Static assertions check the render with the fixture's values. Requests run
+ * against a second render on free 127.0.0.1 ports (httpPort, httpsPort, and a
+ * portOffset for Gateway listeners), started with the real haproxy; every
+ * backend ends with an `http-request return` naming itself, so a request shows
+ * where the configuration sent it, and what it did to the request on the way,
+ * without any server behind it.
+ */
+import { type ChildProcess, spawn } from 'node:child_process';
+import { readFile, readdir, mkdtemp, rm } from 'node:fs/promises';
+import { request as httpRequest, type IncomingHttpHeaders, type IncomingMessage } from 'node:http';
+import { request as httpsRequest } from 'node:https';
+import { createServer, connect } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
+import { parseArgs } from 'node:util';
+import type { TLSSocket } from 'node:tls';
+import { parse, parseAllDocuments } from 'yaml';
+import { readTemplateDir } from '../config/template-dir.ts';
+import { parseConfig } from '../haproxy/config.ts';
+import { Validator } from '../haproxy/validate.ts';
+import type { KubeObject } from '../k8s/resource.ts';
+import { Store } from '../k8s/store.ts';
+import { compileWatches } from '../local/manifests.ts';
+import { writeStateFiles } from '../local/state-files.ts';
+import { type RenderWarning, renderTemplates } from '../templating/engine.ts';
+import type { RenderedConfig } from '../templating/rendered.ts';
+import { type LoadedConfig, loadControllerConfig } from './load-config.ts';
+import type { Command } from './main.ts';
+
+export interface FixtureRequest {
+  host?: string;
+  path?: string;
+  method?: string;
+  headers?: Record<string, string>;
+  /** Connect with TLS to the HTTPS port (or the listener's port). */
+  tls?: boolean;
+  /** The TLS server name; defaults to the host. */
+  sni?: string;
+  /** A Gateway listener port to connect to (plus the run's portOffset) instead of httpPort/httpsPort. */
+  listener?: number;
+}
+
+export interface Assertion {
+  valid?: boolean;
+  contains?: string;
+  notContains?: string;
+  file?: string;
+  warning?: string;
+  noWarnings?: boolean;
+  request?: FixtureRequest;
+  backend?: string | null;
+  status?: number;
+  location?: string | null;
+  headers?: Record<string, string | null>;
+  requestHeaders?: Record<string, string | null>;
+  uri?: string;
+  certificate?: string;
+}
+
+export interface Fixture {
+  file: string;
+  name: string;
+  values: Record<string, unknown>;
+  resources: KubeObject[];
+  assert: Assertion[];
+}
+
+export interface AssertionResult {
+  assertion: string;
+  ok: boolean;
+  message?: string;
+}
+
+export interface FixtureResult {
+  file: string;
+  name: string;
+  ok: boolean;
+  results: AssertionResult[];
+  warnings: RenderWarning[];
+  /** Set when the fixture could not run at all (unreadable, render failed). */
+  error?: string;
+  durationMs: number;
+}
+
+export interface RunOptions {
+  haproxyBin?: string;
+  /** Only fixtures whose file name or name contains this text. */
+  match?: string;
+}
+
+const STUB_HEADER = 'x-haprx-backend';
+const URI_HEADER = 'x-haprx-uri';
+
+/** Reads every fixture of TEMPLATES_DIR/tests; a file that cannot be read is an error result, not an exception. */
+export async function loadFixtures(templatesDir: string): Promise<{ fixtures: Fixture[]; errors: FixtureResult[] }> {
+  const dir = join(templatesDir, 'tests');
+  const names = (await readdir(dir).catch(() => [] as string[])).filter((n) => /\.ya?ml$/.test(n) && !n.startsWith('_')).sort();
+  const fixtures: Fixture[] = [];
+  const errors: FixtureResult[] = [];
+  for (const name of names) {
+    const file = join(dir, name);
+    try {
+      fixtures.push(await readFixture(dir, file));
+    } catch (err) {
+      errors.push({ file: name, name, ok: false, results: [], warnings: [], error: errorText(err), durationMs: 0 });
+    }
+  }
+  return { fixtures, errors };
+}
+
+async function readFixture(dir: string, file: string): Promise<Fixture> {
+  const doc: unknown = parse(await readFile(file, 'utf8'));
+  if (!isRecord(doc)) throw new Error('a fixture must be a mapping');
+  const name = typeof doc.name === 'string' ? doc.name : file;
+  const values = doc.values === undefined ? {} : doc.values;
+  if (!isRecord(values)) throw new Error('values must be a mapping');
+  const resources: KubeObject[] = [];
+  for (const included of (doc.include ?? []) as unknown[]) {
+    if (typeof included !== 'string' || included.includes('..')) throw new Error(`include: ${JSON.stringify(included)} is not a file in tests/`);
+    for (const d of parseAllDocuments(await readFile(join(dir, included), 'utf8'))) {
+      if (d.errors.length > 0) throw new Error(`${included}: ${d.errors[0]!.message.split('\n')[0]}`);
+      const value: unknown = d.toJS();
+      if (value !== null && value !== undefined) resources.push(value as KubeObject);
+    }
+  }
+  if (doc.resources !== undefined && !Array.isArray(doc.resources)) throw new Error('resources must be a list of objects');
+  resources.push(...((doc.resources ?? []) as KubeObject[]));
+  for (const [i, r] of resources.entries()) {
+    if (!isRecord(r) || typeof r.apiVersion !== 'string' || typeof r.kind !== 'string' || !isRecord(r.metadata) || typeof r.metadata.name !== 'string') {
+      throw new Error(`resource ${i + 1} needs apiVersion, kind and metadata.name`);
+    }
+  }
+  if (!Array.isArray(doc.assert) || doc.assert.length === 0) throw new Error('assert must be a non-empty list');
+  for (const [i, a] of (doc.assert as unknown[]).entries()) {
+    if (!isRecord(a)) throw new Error(`assert[${i}] must be a mapping`);
+    const kinds = ['valid', 'contains', 'notContains', 'warning', 'noWarnings', 'request'].filter((k) => a[k] !== undefined);
+    if (kinds.length !== 1) throw new Error(`assert[${i}] must have exactly one of valid, contains, notContains, warning, noWarnings, request`);
+  }
+  return { file: file.slice(dir.length + 1), name, values, resources, assert: doc.assert as Assertion[] };
+}
+
+/** Renders a fixture's resources with the library; never throws. */
+export function renderFixture(loaded: LoadedConfig, fixture: Pick<Fixture, 'resources' | 'values'>, extra: Record<string, unknown> = {}): ReturnType<typeof renderTemplates> | { ok: false; error: { template: string; message: string } } {
+  const watches = compileWatches(loaded.config.watch);
+  if (!watches.ok) return { ok: false, error: { template: 'haprx.yaml', message: watches.message } };
+  const stores = new Map(loaded.config.watch.map((w) => [w.name, new Store(w.name, w)]));
+  for (const object of fixture.resources) {
+    // A copy each time: stores keep what they are given, and fixtures are rendered twice.
+    const copy = structuredClone(object);
+    for (const w of watches.watches) if (w.matches(copy)) stores.get(w.name)!.apply({ type: 'upsert', resource: w.name, object: copy });
+  }
+  return renderTemplates(loaded.templates, { resources: Object.fromEntries(stores), values: { ...loaded.config.values, ...fixture.values, ...extra } });
+}
+
+export async function runFixtures(templatesDir: string, options: RunOptions = {}): Promise<FixtureResult[]> {
+  const raw = await readTemplateDir(templatesDir);
+  if (!raw.ok) throw new Error(`${raw.path}: ${raw.message}`);
+  const loaded = loadControllerConfig(raw.raw);
+  if (!loaded.ok) throw new Error(`${loaded.path}: ${loaded.message}`);
+  const { fixtures, errors } = await loadFixtures(templatesDir);
+  const selected = fixtures.filter((f) => !options.match || f.file.includes(options.match) || f.name.includes(options.match));
+  const validator = new Validator({ haproxyBin: options.haproxyBin ?? 'haproxy', cacheSize: 0 });
+  const results = [...errors];
+  for (const fixture of selected) results.push(await runFixture(loaded.config, fixture, validator, options.haproxyBin ?? 'haproxy'));
+  return results.sort((a, b) => (a.file < b.file ? -1 : a.file > b.file ? 1 : 0));
+}
+
+async function runFixture(loaded: LoadedConfig, fixture: Fixture, validator: Validator, haproxyBin: string): Promise<FixtureResult> {
+  const started = performance.now();
+  const done = (partial: Omit<FixtureResult, 'file' | 'name' | 'durationMs' | 'ok'> & { ok?: boolean }): FixtureResult => ({
+    file: fixture.file,
+    name: fixture.name,
+    ok: partial.ok ?? (partial.error === undefined && partial.results.every((r) => r.ok)),
+    ...partial,
+    durationMs: performance.now() - started,
+  });
+  const rendered = renderFixture(loaded, fixture);
+  if (!rendered.ok) return done({ results: [], warnings: [], error: `render failed: ${rendered.error.template}: ${rendered.error.message}` });
+  const { config, warnings } = rendered;
+  const warningTexts = warnings.map((w) => (w.object ? `${w.object}: ${w.message}` : w.message));
+  const results: AssertionResult[] = [];
+  const requests: Assertion[] = [];
+  for (const a of fixture.assert) {
+    if (a.request !== undefined) {
+      requests.push(a);
+      continue;
+    }
+    if (a.valid !== undefined) {
+      const verdict = await validator.validate(config);
+      const problems = verdict.ok ? '' : verdict.problems.map((p) => `${p.file}${p.line ? `:${p.line}` : ''}: ${p.message}`).join('; ');
+      results.push({ assertion: `valid: ${a.valid}`, ok: verdict.ok === a.valid, message: verdict.ok ? 'haproxy -c accepted it' : problems });
+    } else if (a.contains !== undefined || a.notContains !== undefined) {
+      const text = fileText(config, a.file ?? 'haproxy.cfg');
+      const needle = (a.contains ?? a.notContains)!;
+      const found = text !== undefined && text.includes(needle);
+      const label = `${a.contains !== undefined ? 'contains' : 'notContains'} ${JSON.stringify(needle)} in ${a.file ?? 'haproxy.cfg'}`;
+      results.push({ assertion: label, ok: text !== undefined && (a.contains !== undefined ? found : !found), message: text === undefined ? `no file ${a.file}` : undefined });
+    } else if (a.warning !== undefined) {
+      const pattern = new RegExp(a.warning);
+      results.push({ assertion: `warning /${a.warning}/`, ok: warningTexts.some((w) => pattern.test(w)), message: `warnings: ${JSON.stringify(warningTexts)}` });
+    } else if (a.noWarnings) {
+      results.push({ assertion: 'noWarnings', ok: warnings.length === 0, message: `warnings: ${JSON.stringify(warningTexts)}` });
+    }
+  }
+  if (requests.length > 0) {
+    try {
+      results.push(...(await runRequests(loaded, fixture, requests, haproxyBin)));
+    } catch (err) {
+      results.push({ assertion: 'requests', ok: false, message: errorText(err) });
+    }
+  }
+  return done({ results, warnings });
+}
+
+function fileText(config: RenderedConfig, file: string): string | undefined {
+  if (file === 'haproxy.cfg') return config.main;
+  const [dir, name] = file.split('/', 2);
+  const kind = dir === 'maps' ? 'maps' : dir === 'general' ? 'files' : dir === 'ssl' ? 'certs' : undefined;
+  return kind && name ? config[kind][name] : undefined;
+}
+
+/**
+ * The render as the fixture runner starts it: every backend ends with a
+ * `return` that echoes the request it got (so no server is needed), and every
+ * frontend names the backend that answered in a response header (be_name: the
+ * frontend's own name when the frontend answered, e.g. with a redirect).
+ */
+export function stubBackends(main: string): string {
+  const config = parseConfig(main);
+  const lines = main.split('\n');
+  const after = new Map<number, string>();
+  for (const section of config.sections) {
+    const last = section.lines.at(-1)?.line ?? section.header.line;
+    if (section.type === 'backend') after.set(last, `  http-request return status 200 content-type text/plain hdr ${URI_HEADER} "%[pathq]" lf-string "%[req.hdrs]"`);
+    if (section.type === 'frontend') after.set(last, `  http-after-response set-header ${STUB_HEADER} "%[be_name]"`);
+  }
+  return lines.flatMap((line, i) => (after.has(i + 1) ? [line, after.get(i + 1)!] : [line])).join('\n');
+}
+
+async function runRequests(loaded: LoadedConfig, fixture: Fixture, requests: Assertion[], haproxyBin: string): Promise<AssertionResult[]> {
+  const listenerPorts = [...new Set(fixture.resources.filter((r) => r.kind === 'Gateway').flatMap((g) => ((g.spec as { listeners?: { port?: unknown }[] } | undefined)?.listeners ?? []).map((l) => Number(l.port)).filter((p) => Number.isInteger(p) && p > 0 && p < 65536)))];
+  const httpPort = await freePort();
+  const httpsPort = await freePort();
+  const portOffset = await freeOffset(listenerPorts, [httpPort, httpsPort]);
+  const live = renderFixture(loaded, fixture, { bindAddress: '127.0.0.1', httpPort, httpsPort, portOffset });
+  const label = (a: Assertion) => `request ${JSON.stringify(a.request)}`;
+  if (!live.ok) return requests.map((a) => ({ assertion: label(a), ok: false, message: `render failed: ${live.error.message}` }));
+  const dir = await mkdtemp(join(tmpdir(), 'haprx-test-'));
+  let child: ChildProcess | undefined;
+  try {
+    await writeStateFiles(dir, { ...live.config, main: stubBackends(live.config.main) });
+    let stderr = '';
+    child = spawn(haproxyBin, ['-db', '-f', 'haproxy.cfg'], { cwd: dir, stdio: ['ignore', 'ignore', 'pipe'] });
+    child.stderr!.setEncoding('utf8').on('data', (c: string) => (stderr += c));
+    const exited = new Promise<void>((r) => child!.once('exit', () => r()));
+    const ports = [httpPort, ...(live.config.main.includes(`:${httpsPort} ssl`) ? [httpsPort] : []), ...listenerPorts.map((p) => p + portOffset)];
+    const ready = await Promise.race([waitForPorts(ports.filter((p) => live.config.main.includes(`:${p}`)), 5_000), exited.then(() => false)]);
+    if (!ready) return requests.map((a) => ({ assertion: label(a), ok: false, message: `haproxy did not start: ${stderr.trim().split('\n').slice(-3).join(' | ')}` }));
+    const results: AssertionResult[] = [];
+    for (const a of requests) {
+      const req = a.request!;
+      const port = req.listener !== undefined ? req.listener + portOffset : req.tls ? httpsPort : httpPort;
+      try {
+        results.push(check(a, await send(port, req)));
+      } catch (err) {
+        results.push({ assertion: label(a), ok: false, message: errorText(err) });
+      }
+    }
+    return results;
+  } finally {
+    if (child && child.exitCode === null) {
+      const gone = new Promise((r) => child!.once('exit', r));
+      child.kill('SIGKILL');
+      await gone;
+    }
+    await rm(dir, { recursive: true, force: true });
+  }
+}
+
+interface Reply {
+  status: number;
+  headers: IncomingHttpHeaders;
+  body: string;
+  certificate?: string;
+}
+
+function send(port: number, req: FixtureRequest): Promise<Reply> {
+  return new Promise((resolvePromise, reject) => {
+    const headers: Record<string, string> = { host: req.host ?? 'localhost', ...(req.headers ?? {}) };
+    const options = { host: '127.0.0.1', port, path: req.path ?? '/', method: req.method ?? 'GET', headers, agent: false as const };
+    const onReply = (res: IncomingMessage) => {
+      let body = '';
+      const certificate = req.tls ? (res.socket as TLSSocket).getPeerCertificate?.()?.subject?.CN : undefined;
+      res.setEncoding('utf8');
+      res.on('data', (c: string) => (body += c));
+      res.on('end', () => resolvePromise({ status: res.statusCode ?? 0, headers: res.headers, body, certificate: typeof certificate === 'string' ? certificate : undefined }));
+    };
+    const r = req.tls
+      ? httpsRequest({ ...options, servername: req.sni ?? (req.host ?? 'localhost').split(':')[0], rejectUnauthorized: false }, onReply)
+      : httpRequest(options, onReply);
+    r.setTimeout(5_000, () => r.destroy(new Error('request timed out')));
+    r.on('error', reject);
+    r.end();
+  });
+}
+
+/**
+ * Request headers as the stub backend saw them, names lower-cased, repeats
+ * joined with ", ". The log-format string that wrote them encodes the CRLF
+ * after each header as `%0D%0A` (and leaves `%` itself alone).
+ */
+function seenHeaders(body: string): Map<string, string> {
+  const seen = new Map<string, string>();
+  for (const line of body.split('%0D%0A')) {
+    const colon = line.indexOf(':');
+    if (colon <= 0) continue;
+    const name = line.slice(0, colon).trim().toLowerCase();
+    const value = line.slice(colon + 1).trim();
+    seen.set(name, seen.has(name) ? `${seen.get(name)}, ${value}` : value);
+  }
+  return seen;
+}
+
+function check(a: Assertion, reply: Reply): AssertionResult {
+  const problems: string[] = [];
+  const expect = (what: string, actual: unknown, wanted: unknown) => {
+    if (actual !== wanted) problems.push(`${what} is ${JSON.stringify(actual)}, expected ${JSON.stringify(wanted)}`);
+  };
+  const backend = reply.headers[STUB_HEADER];
+  if (a.backend !== undefined) expect('backend', backend ?? null, a.backend);
+  if (a.status !== undefined) expect('status', reply.status, a.status);
+  if (a.location !== undefined) expect('location', reply.headers.location ?? null, a.location);
+  if (a.uri !== undefined) expect('uri', reply.headers[URI_HEADER], a.uri);
+  if (a.certificate !== undefined) expect('certificate', reply.certificate, a.certificate);
+  for (const [name, value] of Object.entries(a.headers ?? {})) {
+    const actual = reply.headers[name.toLowerCase()];
+    expect(`response header ${name}`, Array.isArray(actual) ? actual.join(', ') : (actual ?? null), value);
+  }
+  if (a.requestHeaders) {
+    const seen = backend ? seenHeaders(reply.body) : new Map<string, string>();
+    if (!backend) problems.push('no backend answered, so the request headers are unknown');
+    for (const [name, value] of Object.entries(a.requestHeaders)) expect(`request header ${name}`, seen.get(name.toLowerCase()) ?? null, value);
+  }
+  const summary = { status: reply.status, backend: backend ?? null, location: reply.headers.location };
+  return { assertion: `request ${JSON.stringify(a.request)}`, ok: problems.length === 0, message: problems.length > 0 ? `${problems.join('; ')} (got ${JSON.stringify(summary)})` : undefined };
+}
+
+function freePort(): Promise<number> {
+  return new Promise((resolvePort, reject) => {
+    const server = createServer();
+    server.once('error', reject);
+    server.listen(0, '127.0.0.1', () => {
+      const address = server.address();
+      server.close(() => (typeof address === 'object' && address ? resolvePort(address.port) : reject(new Error('no port'))));
+    });
+  });
+}
+
+function portIsFree(port: number): Promise<boolean> {
+  return new Promise((resolveFree) => {
+    const server = createServer();
+    server.once('error', () => resolveFree(false));
+    server.listen(port, '127.0.0.1', () => server.close(() => resolveFree(true)));
+  });
+}
+
+/** An offset that moves every listener port to a free unprivileged port. */
+async function freeOffset(listenerPorts: number[], taken: number[]): Promise<number> {
+  if (listenerPorts.length === 0) return 0;
+  for (let attempt = 0; attempt < 50; attempt++) {
+    const offset = 20_000 + Math.floor(Math.random() * 30_000);
+    const moved = listenerPorts.map((p) => p + offset);
+    if (moved.some((p) => p > 65535 || taken.includes(p))) continue;
+    if ((await Promise.all(moved.map(portIsFree))).every(Boolean)) return offset;
+  }
+  throw new Error('no free ports for the Gateway listeners');
+}
+
+async function waitForPorts(ports: number[], ms: number): Promise<boolean> {
+  const deadline = Date.now() + ms;
+  for (const port of ports) {
+    for (;;) {
+      const open = await new Promise<boolean>((r) => {
+        const socket = connect(port, '127.0.0.1');
+        socket.once('connect', () => (socket.destroy(), r(true)));
+        socket.once('error', () => r(false));
+      });
+      if (open) break;
+      if (Date.now() > deadline) return false;
+      await new Promise((r) => setTimeout(r, 20));
+    }
+  }
+  return true;
+}
+
+function isRecord(value: unknown): value is Record<string, unknown> {
+  return typeof value === 'object' && value !== null && !Array.isArray(value);
+}
+
+function errorText(err: unknown): string {
+  return err instanceof Error ? err.message : String(err);
+}
+
+export const testCommand: Command = {
+  summary: "run a template library's fixture tests",
+  usage: `Usage: haprx test TEMPLATES_DIR [--haproxy-bin PATH] [--match TEXT]
+
+Runs the fixtures in TEMPLATES_DIR/tests/*.yaml: each renders its Kubernetes
+objects with the templates and checks its assertions (contains, notContains,
+warning, noWarnings, valid with haproxy -c, and requests sent through a real
+haproxy to the backend the configuration picks). Exits 0 when every fixture
+passes. The format is described in docs/templates.md.
+
+Options:
+  --haproxy-bin PATH  the haproxy binary (default: haproxy on the PATH)
+  --match TEXT        only fixtures whose file or name contains TEXT
+`,
+  async run(argv) {
+    let parsed;
+    try {
+      parsed = parseArgs({ args: argv, options: { 'haproxy-bin': { type: 'string' }, match: { type: 'string' } }, allowPositionals: true, strict: true });
+    } catch (err) {
+      process.stderr.write(`haprx: ${errorText(err)}\n\n${this.usage}`);
+      return 2;
+    }
+    if (parsed.positionals.length !== 1) {
+      process.stderr.write(`haprx: expected one template folder\n\n${this.usage}`);
+      return 2;
+    }
+    const dir = resolve(parsed.positionals[0]!);
+    let results: FixtureResult[];
+    try {
+      results = await runFixtures(dir, { haproxyBin: parsed.values['haproxy-bin'], match: parsed.values.match });
+    } catch (err) {
+      process.stderr.write(`haprx: ${errorText(err)}\n`);
+      return 1;
+    }
+    if (results.length === 0) {
+      process.stderr.write(`haprx: no fixtures in ${join(dir, 'tests')}\n`);
+      return 1;
+    }
+    for (const r of results) {
+      process.stdout.write(`${r.ok ? 'ok  ' : 'FAIL'} ${r.file}: ${r.name} (${Math.round(r.durationMs)} ms)\n`);
+      if (r.error) process.stdout.write(`     ${r.error}\n`);
+      for (const a of r.results) if (!a.ok) process.stdout.write(`     - ${a.assertion}: ${a.message ?? 'failed'}\n`);
+    }
+    const failed = results.filter((r) => !r.ok).length;
+    process.stdout.write(`${results.length - failed} passed, ${failed} failed\n`);
+    return failed === 0 ? 0 : 1;
+  },
+};
