@@ -9,6 +9,7 @@ export interface Command {
 
 const commands: Record<string, Command> = { local: localCommand, render: renderCommand, validate: validateCommand };
 commands.test = (await import('./test-command.ts')).testCommand;
+commands.run = (await import('./run.ts')).runCommand;
 
 const USAGE = `haprx: keeps HAProxy configured from Kubernetes state
 
