@@ -5,6 +5,7 @@ import { BehaviorSubject, type MonoTypeOperatorFunction, Observable, type Subscr
 import type { ControllerConfig } from '../config/controller-config.ts';
 import { DEFAULT_SETTINGS } from '../config/controller-config.ts';
 import type { RawConfig } from '../config/template-dir.ts';
+import { DataplaneTarget, type DataplaneTargetOptions } from '../dataplane/target.ts';
 import type { ControllerEvent, Deployment, Endpoint, InstanceOutcome } from '../events.ts';
 import { Validator } from '../haproxy/validate.ts';
 import { KubeApi, loadKubeConfig } from '../k8s/api.ts';
@@ -27,23 +28,16 @@ import { fromAbortable } from './abortable.ts';
 import { type LoadedConfig, loadControllerConfig } from './load-config.ts';
 import type { Command } from './main.ts';
 
-/** What a Data Plane target needs to reach one HAProxy instance (src/dataplane's DataplaneTarget takes these). */
-export interface DataplaneTargetOptions {
-  baseUrl: string;
-  username: string;
-  password: string;
-  ca?: string;
-  cert?: string;
-  key?: string;
-  timeoutMs?: number;
-}
+/** What a target is made from: the endpoint's address and the Secret's credentials. */
+export type TargetOptions = Pick<DataplaneTargetOptions, 'baseUrl' | 'username' | 'password' | 'ca' | 'cert' | 'key'>;
 
-/** One HAProxy instance to deploy to; DataplaneTarget in production. */
+/** One HAProxy instance to deploy to: DataplaneTarget in production. */
 export interface InstanceTarget {
   deploy(config: RenderedConfig, signal?: AbortSignal): Promise<InstanceOutcome>;
+  close?(): Promise<void>;
 }
 
-export type TargetFactory = (options: DataplaneTargetOptions) => InstanceTarget;
+export type TargetFactory = (options: TargetOptions) => InstanceTarget;
 
 /** What the running controller tells its log; never credentials. */
 export type Notice = { level: 'debug' | 'info' | 'warn' | 'error'; message: string; fields?: Record<string, unknown> };
@@ -124,40 +118,55 @@ export function startInCluster(options: InClusterOptions): RunningController {
     onNotice: (message) => notice({ level: 'warn', message }),
   });
 
-  // Credentials: a rotation replaces every target (new clients), with no restart.
-  let credentials: CredentialsResult = { ok: false, message: `the Secret ${namespace}/${options.credentialsSecret} has not been read yet` };
-  const targets = new Map<string, InstanceTarget>();
+  // One target per HAProxy pod, kept across deployments and configurations (a target
+  // remembers what its instance runs); replaced when the pod's address changes, and
+  // all of them when the credentials rotate (new clients, no restart).
+  const targets = new Map<string, { address: string; target: InstanceTarget }>();
+  const retire = (ids: Iterable<string>) => {
+    for (const id of [...ids]) {
+      const known = targets.get(id);
+      targets.delete(id);
+      void known?.target.close?.().catch(() => undefined);
+    }
+  };
   // Deployments running now. A stop aborts them itself: the graph keeps a started
   // deployment running even when unsubscribed (schedule shares it with shareReplay).
   const deploying = new Set<AbortController>();
+  let credentials: CredentialsResult = { ok: false, message: `the Secret ${namespace}/${options.credentialsSecret} has not been read yet` };
   subscriptions.push(
     credentialsSource(api, namespace, options.credentialsSecret, lw).subscribe((result) => {
       credentials = result;
-      targets.clear();
+      retire(targets.keys());
       if (result.ok) notice({ level: 'info', message: `Data Plane credentials loaded (version ${result.credentials.version})` });
       else notice({ level: 'warn', message: `Data Plane credentials: ${result.message}` });
     }),
   );
+  const targetFor = (endpoint: Endpoint, current: Extract<CredentialsResult, { ok: true }>): InstanceTarget => {
+    const known = targets.get(endpoint.id);
+    if (known?.address === endpoint.address) return known.target;
+    if (known) retire([endpoint.id]);
+    const { username, password, ca, cert, key } = current.credentials;
+    const target = options.targets({ baseUrl: endpoint.address, username, password, ...(ca !== undefined && { ca }), ...(cert !== undefined && { cert, key: key! }) });
+    targets.set(endpoint.id, { address: endpoint.address, target });
+    return target;
+  };
   const deployTo = (endpoint: Endpoint, deployment: Deployment): Observable<InstanceOutcome> => {
     const current = credentials;
     if (!current.ok) return of({ ok: false, reloaded: false, runtimeOps: 0, error: current.message });
-    let target = targets.get(endpoint.address);
-    if (!target) {
-      const { username, password, ca, cert, key } = current.credentials;
-      target = options.targets({ baseUrl: endpoint.address, username, password, ...(ca !== undefined && { ca }), ...(cert !== undefined && { cert, key: key! }) });
-      targets.set(endpoint.address, target);
-    }
-    const chosen = target;
+    const target = targetFor(endpoint, current);
     return new Observable<InstanceOutcome>((subscriber) => {
       const abort = new AbortController();
       deploying.add(abort);
-      chosen.deploy(deployment.config, abort.signal).then(
-        (outcome) => {
-          subscriber.next(outcome);
-          subscriber.complete();
-        },
-        (err: unknown) => subscriber.error(err),
-      ).finally(() => deploying.delete(abort));
+      target
+        .deploy(deployment.config, abort.signal)
+        .then(
+          (outcome) => {
+            subscriber.next(outcome);
+            subscriber.complete();
+          },
+          (err: unknown) => subscriber.error(err),
+        )
+        .finally(() => deploying.delete(abort));
       return () => abort.abort();
     });
   };
@@ -173,8 +182,6 @@ export function startInCluster(options: InClusterOptions): RunningController {
       observer?.setControllerConfig?.(loaded.config);
       const haproxy = loaded.config.settings.haproxy ?? DEFAULT_SETTINGS.haproxy!;
       const podNamespace = haproxy.namespace ?? namespace;
-      // A new configuration may address the instances differently: start with new clients.
-      targets.clear();
       const ingressSets = new Set(loaded.config.watch.filter(isIngressSet).map((w) => w.name));
       const writer = haproxy.service && ingressSets.size > 0 ? new IngressStatusWriter(api, { ingressSets, onNotice: (message) => notice({ level: 'warn', message }) }) : undefined;
       let changes$ = kubeChanges(api, loaded.config.watch, lw);
@@ -182,7 +189,9 @@ export function startInCluster(options: InClusterOptions): RunningController {
       if (observer?.trackResources) changes$ = changes$.pipe(observer.trackResources());
       const graph$ = inClusterGraph(loaded, {
         changes$,
-        endpoints$: haproxyEndpoints(api, podNamespace, haproxy.podSelector, haproxy.dataplane, lw),
+        endpoints$: haproxyEndpoints(api, podNamespace, haproxy.podSelector, haproxy.dataplane, lw).pipe(
+          tap((endpoints) => retire([...targets.keys()].filter((id) => !endpoints.some((e) => e.id === id)))),
+        ),
         validator: options.validator,
         deployTo,
         leader$,
@@ -244,6 +253,9 @@ export function startInCluster(options: InClusterOptions): RunningController {
         for (const s of subscriptions) s.unsubscribe();
         await elector.stop();
         await recorder.stop();
+        const closing = [...targets.values()].map((t) => t.target.close?.().catch(() => undefined));
+        targets.clear();
+        await Promise.all(closing);
         stopping$.complete();
       })()),
   };
@@ -295,19 +307,6 @@ function durationMs(flag: string, text: string | undefined, fallback: number): n
   const m = /^(\d+(?:\.\d+)?)(ms|s|m)?$/.exec(text.trim());
   if (!m) throw new Error(`--${flag} ${text}: expected a duration such as 15s or 1500ms`);
   return Math.round(Number(m[1]) * (m[2] === 'ms' ? 1 : m[2] === 'm' ? 60_000 : 1_000));
-}
-
-/**
- * The Data Plane target of src/dataplane, loaded when `haprx run` starts. The
- * specifier is computed (.ts from source, .js when built) because that module is
- * being written alongside this one; once it is in, this becomes a static import.
- */
-async function dataplaneTargets(): Promise<TargetFactory> {
-  const specifier = new URL(`../dataplane/target${import.meta.url.endsWith('.ts') ? '.ts' : '.js'}`, import.meta.url).href;
-  const module = (await import(specifier)) as { DataplaneTarget?: new (options: DataplaneTargetOptions) => InstanceTarget };
-  const DataplaneTarget = module.DataplaneTarget;
-  if (typeof DataplaneTarget !== 'function') throw new Error(`${specifier} exports no DataplaneTarget`);
-  return (options) => new DataplaneTarget(options);
 }
 
 export const runCommand: Command = {
@@ -403,13 +402,6 @@ Options (environment variable in brackets):
     const credentialsSecret = values['credentials-secret'] ?? env[ENV.secret] ?? 'haprx-dataplane';
     const lease = values.lease ?? env[ENV.lease] ?? 'haprx-leader';
 
-    let targets: TargetFactory;
-    try {
-      targets = await dataplaneTargets();
-    } catch (err) {
-      process.stderr.write(`haprx: the Data Plane target is not available: ${(err as Error).message}\n`);
-      return 1;
-    }
     const obs = await startObservability({
       log,
       health: ports['health-port'] ? { port: ports['health-port'] } : false,
@@ -425,7 +417,7 @@ Options (environment variable in brackets):
       identity,
       leaseTimings: timings,
       validator: new Validator({ haproxyBin: values['haproxy-bin'] }),
-      targets,
+      targets: (target) => new DataplaneTarget({ ...target, onStep: (step) => log.debug({ endpoint: target.baseUrl, step: step.kind }, step.detail) }),
       drainTimeoutMs,
       observer: obs,
       listWatch: { onDiagnostic: (d) => log.debug({ ...d }, `list/watch ${d.set}: ${d.type}`) },

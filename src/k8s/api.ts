@@ -38,18 +38,21 @@ export interface LoadedKubeConfig {
  * The client configuration: the file given with --kubeconfig, else KUBECONFIG, else
  * the pod's service account when running in a cluster, else ~/.kube/config.
  */
-export function loadKubeConfig(options: { kubeconfig?: string; env?: NodeJS.ProcessEnv } = {}): LoadedKubeConfig {
+export function loadKubeConfig(options: { kubeconfig?: string; env?: NodeJS.ProcessEnv; serviceAccountRoot?: string } = {}): LoadedKubeConfig {
   const env = options.env ?? process.env;
+  // Where the service account files are mounted, below this prefix (tests set it).
+  const root = options.serviceAccountRoot ?? '';
   const config = new KubeConfig();
   if (options.kubeconfig) {
     config.loadFromFile(options.kubeconfig);
     return { config, source: `kubeconfig ${options.kubeconfig}`, ...contextNamespace(config) };
   }
   if (!env.KUBECONFIG && env.KUBERNETES_SERVICE_HOST) {
-    config.loadFromCluster();
+    // client-node reads the host and port from process.env itself.
+    config.loadFromCluster(root);
     let namespace: string | undefined;
     try {
-      namespace = readFileSync(`${SERVICE_ACCOUNT_DIR}/namespace`, 'utf8').trim() || undefined;
+      namespace = readFileSync(`${root}${SERVICE_ACCOUNT_DIR}/namespace`, 'utf8').trim() || undefined;
     } catch {
       namespace = undefined;
     }

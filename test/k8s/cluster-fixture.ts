@@ -1,5 +1,5 @@
 /** A small cluster in the API server double, and an in-cluster controller against it with recording targets. */
-import type { DataplaneTargetOptions, InClusterOptions, RunningController, TargetFactory } from '../../src/cli/run.ts';
+import type { TargetOptions, InClusterOptions, RunningController, TargetFactory } from '../../src/cli/run.ts';
 import { startInCluster } from '../../src/cli/run.ts';
 import type { ControllerEvent, InstanceOutcome } from '../../src/events.ts';
 import { rawToConfigMapData } from '../../src/k8s/config-map.ts';
@@ -92,7 +92,9 @@ export interface TestController {
   running: RunningController;
   events: ControllerEvent[];
   /** Every factory call: one per target created (a new client). */
-  targetsCreated: DataplaneTargetOptions[];
+  targetsCreated: TargetOptions[];
+  /** The baseUrl of every target closed. */
+  targetsClosed: string[];
   leader: boolean;
 }
 
@@ -100,7 +102,8 @@ export interface TestController {
 export function recordingTargets(
   name: string,
   log: Deployed[],
-  created: DataplaneTargetOptions[],
+  created: TargetOptions[],
+  closed: string[],
   behaviour: (config: RenderedConfig, signal: AbortSignal | undefined) => Promise<InstanceOutcome> = async () => ({ ok: true, reloaded: false, runtimeOps: 1 }),
 ): TargetFactory {
   return (options) => {
@@ -111,6 +114,9 @@ export function recordingTargets(
         log.push({ controller: name, instance: options.baseUrl, username: options.username, password: options.password, hash: config.hash, main: config.main, at: Date.now() });
         return outcome;
       },
+      async close() {
+        closed.push(options.baseUrl);
+      },
     };
   };
 }
@@ -119,12 +125,13 @@ export function startController(
   double: KubeApiDouble,
   name: string,
   deployed: Deployed[],
-  extra: Partial<InClusterOptions> & { token?: string; behaviour?: Parameters<typeof recordingTargets>[3] } = {},
+  extra: Partial<InClusterOptions> & { token?: string; behaviour?: Parameters<typeof recordingTargets>[4] } = {},
 ): TestController {
   const events: ControllerEvent[] = [];
-  const targetsCreated: DataplaneTargetOptions[] = [];
+  const targetsCreated: TargetOptions[] = [];
+  const targetsClosed: string[] = [];
   const { token, behaviour, ...options } = extra;
-  const controller: TestController = { name, events, targetsCreated, leader: false, running: undefined as unknown as RunningController };
+  const controller: TestController = { name, events, targetsCreated, targetsClosed, leader: false, running: undefined as unknown as RunningController };
   controller.running = startInCluster({
     api: apiFor(double, token ?? 'test-token'),
     namespace: NS,
@@ -134,7 +141,7 @@ export function startController(
     identity: name,
     leaseTimings: { leaseDurationMs: 1_000, renewDeadlineMs: 600, retryPeriodMs: 100 },
     validator: { validate: async () => ({ ok: true, warnings: [], durationMs: 0, cached: false }) },
-    targets: recordingTargets(name, deployed, targetsCreated, behaviour),
+    targets: recordingTargets(name, deployed, targetsCreated, targetsClosed, behaviour),
     drainTimeoutMs: 2_000,
     listWatch: { backoff: { initialMs: 20, maxMs: 200, jitter: 0.5 }, minWatchMs: 0 },
     eventLimits: { seriesFlushMs: 100 },

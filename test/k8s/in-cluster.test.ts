@@ -65,7 +65,7 @@ describe('in-cluster controller', () => {
   });
 
   it('follows pod churn: a pod that becomes Ready gets the configuration, one that is no longer Ready is left out', async () => {
-    start();
+    const a = start();
     await until('first deployment', () => instances(deployed).length === 2);
     double.create('v1', 'pods', haproxyPod('haproxy-2', '10.0.0.12', false));
     await sleep(200);
@@ -79,6 +79,8 @@ describe('in-cluster controller', () => {
     await sleep(100);
     const last = forHash(deployed.at(-1)!.hash);
     assert.deepEqual(instances(last), ['https://10.0.0.11:5555', 'https://10.0.0.12:5555']);
+    assert.deepEqual(a.targetsClosed, ['https://10.0.0.10:5555'], 'the target of the pod that left is closed');
+    assert.equal(a.targetsCreated.length, 3, 'the others are kept');
   });
 
   it('rebuilds the graph when the ConfigMap changes', async () => {
@@ -88,6 +90,7 @@ describe('in-cluster controller', () => {
     await until('generation 2', () => a.events.some((e) => e.type === 'ConfigAccepted' && e.generation === 2));
     await until('the edited configuration deployed', () => deployed.some((d) => d.main.includes('# edited')));
     assert.equal(instances(deployed.filter((d) => d.main.includes('# edited'))).length, 2);
+    assert.equal(a.targetsCreated.length, 2, 'the targets outlive a configuration');
     // A metadata-only change of the ConfigMap rebuilds nothing.
     const cm = double.get('v1', 'configmaps', NS, CONFIGMAP)!;
     double.apply('v1', 'configmaps', { ...cm, metadata: { ...cm.metadata, labels: { touched: 'yes' } } });
@@ -193,6 +196,7 @@ describe('in-cluster controller', () => {
     await sleep(100);
     assert.ok(deployed.filter((d) => d.main.includes('after-rotation')).every((d) => d.password === 'rotated'));
     assert.equal(a.targetsCreated.length, 4, 'one new client per instance');
+    assert.equal(a.targetsClosed.length, 2, 'the old clients are closed');
   });
 
   it('reports deployment failures as Warning Events, and a missing Secret in them', async () => {

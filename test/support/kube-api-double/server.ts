@@ -33,6 +33,7 @@
  */
 import { randomUUID } from 'node:crypto';
 import { type IncomingMessage, type Server, type ServerResponse, createServer } from 'node:http';
+import { createServer as createTlsServer } from 'node:https';
 import type { AddressInfo } from 'node:net';
 import { BUILT_IN, type ResourceType, apiVersionOf, qualifiedName } from './resources.ts';
 import { type Matcher, parseFieldSelector, parseLabelSelector } from './selectors.ts';
@@ -106,6 +107,8 @@ export interface KubeApiDoubleOptions {
   bookmarkIntervalMs?: number;
   /** How a watch from a compacted resourceVersion is refused: an ERROR event in a 200 stream (as kube-apiserver does) or an HTTP 410. */
   watchGoneAs?: 'event' | 'http';
+  /** Serve HTTPS with this certificate, as a real API server does. */
+  tls?: { cert: string; key: string };
 }
 
 const key = (namespace: string | undefined, name: string) => (namespace ? `${namespace}/${name}` : name);
@@ -140,30 +143,38 @@ export class KubeApiDouble {
   private readonly tables = new Map<string, Table>();
   private readonly faults: Required<Fault>[] = [];
   private readonly snapshots = new Map<string, { rv: number; items: Obj[] }>();
-  private readonly options: Required<KubeApiDoubleOptions>;
+  private readonly options: Required<Omit<KubeApiDoubleOptions, 'tls'>>;
+  private readonly scheme: 'http' | 'https';
   private rv = 1;
   private compactedRv = 0;
-  private port = 0;
+  private listeningPort = 0;
 
   private constructor(options: KubeApiDoubleOptions) {
-    this.options = { token: '', tokens: [], bookmarkIntervalMs: 60_000, watchGoneAs: 'event', ...options };
+    const { tls, ...rest } = options;
+    this.options = { token: '', tokens: [], bookmarkIntervalMs: 60_000, watchGoneAs: 'event', ...rest };
     for (const t of BUILT_IN) this.addResource(t);
-    this.server = createServer((req, res) => {
+    const handler = (req: IncomingMessage, res: ServerResponse) => {
       this.handle(req, res).catch((err: unknown) => {
         if (!res.headersSent) this.send(res, 500, status(500, 'InternalError', String(err)));
       });
-    });
+    };
+    this.scheme = tls ? 'https' : 'http';
+    this.server = tls ? createTlsServer({ cert: tls.cert, key: tls.key }, handler) : createServer(handler);
   }
 
   static async start(options: KubeApiDoubleOptions = {}): Promise<KubeApiDouble> {
     const double = new KubeApiDouble(options);
     await new Promise<void>((resolve) => double.server.listen(0, '127.0.0.1', resolve));
-    double.port = (double.server.address() as AddressInfo).port;
+    double.listeningPort = (double.server.address() as AddressInfo).port;
     return double;
   }
 
+  get port(): number {
+    return this.listeningPort;
+  }
+
   get url(): string {
-    return `http://127.0.0.1:${this.port}`;
+    return `${this.scheme}://127.0.0.1:${this.listeningPort}`;
   }
 
   /** The newest resourceVersion handed out. */

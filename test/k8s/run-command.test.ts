@@ -1,0 +1,98 @@
+/**
+ * `haprx run` as a process: client configuration from a kubeconfig file, names from
+ * flags and environment variables, and a clean stop on SIGTERM that releases the
+ * lease. The API server is the double; there are no HAProxy pods, so nothing deploys.
+ */
+import assert from 'node:assert/strict';
+import { type ChildProcess, spawn } from 'node:child_process';
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { after, afterEach, before, beforeEach, describe, it } from 'node:test';
+import { KubeApiDouble } from '../support/kube-api-double/index.ts';
+import { CONFIGMAP, NS, clusterEvents, controllerConfig, credentialsSecret } from './cluster-fixture.ts';
+import { until } from './helpers.ts';
+
+const MAIN = new URL('../../src/cli/main.ts', import.meta.url).pathname;
+
+let double: KubeApiDouble;
+let dir: string;
+let kubeconfig: string;
+let child: ChildProcess | undefined;
+let output = '';
+
+before(async () => {
+  dir = await mkdtemp(join(tmpdir(), 'haprx-run-'));
+});
+after(async () => {
+  await rm(dir, { recursive: true, force: true });
+});
+beforeEach(async () => {
+  double = await KubeApiDouble.start({ token: 'cli-token', bookmarkIntervalMs: 0 });
+  double.create('v1', 'configmaps', { metadata: { name: 'edge-config', namespace: 'edge' }, data: controllerConfig() });
+  double.create('v1', 'secrets', { ...credentialsSecret('pw'), metadata: { name: 'edge-dp', namespace: 'edge' } });
+  kubeconfig = join(dir, 'kubeconfig.yaml');
+  await writeFile(
+    kubeconfig,
+    `apiVersion: v1
+kind: Config
+clusters: [{name: double, cluster: {server: "${double.url}", insecure-skip-tls-verify: true}}]
+users: [{name: tester, user: {token: cli-token}}]
+contexts: [{name: double, context: {cluster: double, user: tester, namespace: edge}}]
+current-context: double
+`,
+  );
+  output = '';
+});
+afterEach(async () => {
+  if (child && child.exitCode === null) child.kill('SIGKILL');
+  child = undefined;
+  await double.stop();
+});
+
+function run(args: string[], env: Record<string, string> = {}): ChildProcess {
+  const { KUBERNETES_SERVICE_HOST: _host, ...inherited } = process.env;
+  child = spawn(process.execPath, [MAIN, 'run', '--health-port', '0', '--metrics-port', '0', '--lease-duration', '1s', '--renew-deadline', '600ms', '--retry-period', '100ms', ...args], {
+    env: { ...inherited, HAPRX_LOG_LEVEL: 'debug', ...env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  child.stdout!.on('data', (c: Buffer) => (output += c.toString()));
+  child.stderr!.on('data', (c: Buffer) => (output += c.toString()));
+  return child;
+}
+
+const exited = (c: ChildProcess) => new Promise<number | null>((resolve) => (c.exitCode !== null ? resolve(c.exitCode) : c.once('exit', (code) => resolve(code))));
+const holder = (namespace: string, name: string) => (double.get('coordination.k8s.io/v1', 'leases', namespace, name)?.spec as { holderIdentity?: string } | undefined)?.holderIdentity;
+
+describe('haprx run', () => {
+  it('runs from a kubeconfig with names from flags, leads, reports in Events, and on SIGTERM releases the lease and exits 0', async () => {
+    const c = run(['--kubeconfig', kubeconfig, '--configmap', 'edge-config', '--credentials-secret', 'edge-dp', '--lease', 'edge-leader', '--identity', 'cli-1']);
+    await until('the lease held', () => holder('edge', 'edge-leader') === 'cli-1', 15_000);
+    await until('a ConfigLoaded Event', () => double.list('events.k8s.io/v1', 'events', 'edge').some((e) => (e as { reason?: string }).reason === 'ConfigLoaded'), 10_000);
+    assert.equal(double.requests.find((r) => r.path.includes('/configmaps'))!.path, '/api/v1/namespaces/edge/configmaps', 'the namespace of the kubeconfig context');
+    const t0 = Date.now();
+    c.kill('SIGTERM');
+    assert.equal(await exited(c), 0, output);
+    assert.ok(Date.now() - t0 < 5_000);
+    assert.equal(holder('edge', 'edge-leader'), '', 'released');
+    assert.match(output, /SIGTERM: stopping/);
+    assert.ok(!output.includes('"pw"') && !/password[^:]*:\s*"?pw/.test(output), 'the password is never logged');
+  });
+
+  it('takes the namespace and names from environment variables', async () => {
+    double.create('v1', 'configmaps', { metadata: { name: CONFIGMAP, namespace: NS }, data: controllerConfig({ settings: { debounce: 'soon' } }) });
+    const c = run(['--kubeconfig', kubeconfig], { HAPRX_NAMESPACE: NS, HAPRX_CONFIGMAP: CONFIGMAP, HAPRX_LEASE: 'from-env', HAPRX_IDENTITY: 'env-1' });
+    await until('the lease held', () => holder(NS, 'from-env') === 'env-1', 15_000);
+    // That ConfigMap is invalid: a Warning Event, and the process keeps running.
+    await until('the rejection Event', () => clusterEvents(double).some((e) => e.reason === 'ConfigRejected'), 10_000);
+    assert.equal(c.exitCode, null);
+    c.kill('SIGTERM');
+    assert.equal(await exited(c), 0, output);
+  });
+
+  it('refuses bad flags with exit status 2', async () => {
+    const c = run(['--kubeconfig', kubeconfig, '--renew-deadline', '2s', '--lease-duration', '1s']);
+    assert.equal(await exited(c), 2);
+    assert.match(output, /--retry-period < --renew-deadline < --lease-duration/);
+  });
+});
