@@ -125,7 +125,7 @@ export class EventRecorder {
     }
     if (result.ok) this.written.set(key, { name: written.name, body: result.body });
     else {
-      // Gone (expired by the API server's TTL) or failing: the next repeat creates a new Event.
+      // Gone (the API server expires Events) or failing: repeats are only counted until the aggregation window ends, then a new Event is created.
       this.written.delete(key);
       this.options.onNotice?.(`cannot update the series of Event ${written.name}: ${result.message}`);
     }
