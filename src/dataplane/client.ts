@@ -14,6 +14,8 @@
 import { readFile } from 'node:fs/promises';
 import { Agent as HttpAgent } from 'node:http';
 import { Agent as HttpsAgent } from 'node:https';
+import { isIP } from 'node:net';
+import { connect as tlsConnect } from 'node:tls';
 import axios, { type AxiosError, type AxiosInstance, type AxiosResponse, isAxiosError } from 'axios';
 import axiosRetry from 'axios-retry';
 
@@ -101,6 +103,8 @@ export interface RequestOptions {
 const IDEMPOTENT: ReadonlySet<string> = new Set(['get', 'head', 'options', 'put', 'delete']);
 // Transport failures that a retry cannot fix: the TLS setup is wrong on one side.
 const TLS_CODE = /^(ERR_SSL_|ERR_TLS_|CERT_|UNABLE_TO_|DEPTH_ZERO_|SELF_SIGNED_|EPROTO$|ERR_OSSL_)/;
+// How a TLS 1.3 server's refusal of the client certificate usually reaches a client that already sent its request.
+const RESET_CODE = /^(ECONNRESET|EPIPE)$/;
 
 /** The API's message from an error body: JSON whatever the content type, possibly a JSON string of JSON. */
 export function parseErrorBody(text: string): { code?: number; message?: string } {
@@ -155,6 +159,8 @@ export class DataplaneClient {
   private readonly secrets: string[];
   private http: Promise<AxiosInstance> | undefined;
   private agents: (HttpAgent | HttpsAgent)[] = [];
+  private tls: { ca?: string; cert?: string; key?: string } = {};
+  private readonly refusals = new WeakMap<object, string>();
   private infoPromise: Promise<ApiInfo> | undefined;
 
   constructor(options: DataplaneClientOptions) {
@@ -206,8 +212,37 @@ export class DataplaneClient {
       });
       return this.toResponse(response);
     } catch (err) {
+      if (isAxiosError(err)) await this.diagnoseReset(err);
       throw this.toError(method, path, err, options.signal);
     }
+  }
+
+  /**
+   * In TLS 1.3 a server checks the client certificate after the handshake, so a
+   * refusal often shows as a reset of a connection that looked fine. After such a
+   * reset, a bare TLS connection tells the two apart: an accepted client gets a
+   * session ticket, a refused one an alert or a closed connection.
+   */
+  private async diagnoseReset(err: AxiosError): Promise<string | undefined> {
+    if (this.refusals.has(err)) return this.refusals.get(err);
+    if (err.response || !RESET_CODE.test(err.code ?? '') || !this.origin.startsWith('https:')) return undefined;
+    const url = new URL(this.origin);
+    const verdict = await new Promise<string | undefined>((resolve) => {
+      let handshaken = false;
+      const socket = tlsConnect({ host: url.hostname.replace(/^\[|\]$/g, ''), port: Number(url.port || 443), servername: isIP(url.hostname.replace(/^\[|\]$/g, '')) ? undefined : url.hostname, ...this.tls });
+      const done = (value: string | undefined) => {
+        clearTimeout(timer);
+        socket.destroy();
+        resolve(value);
+      };
+      const timer = setTimeout(() => done(undefined), Math.min(this.options.timeoutMs ?? 10_000, 2_000));
+      socket.once('secureConnect', () => (handshaken = true));
+      socket.once('session', () => done(undefined));
+      socket.once('error', (e: NodeJS.ErrnoException) => done(TLS_CODE.test(e.code ?? '') ? `the instance refused the TLS connection (${e.code})` : undefined));
+      socket.once('close', () => done(handshaken ? 'the instance closed the connection right after the TLS handshake: it did not accept the client certificate' : undefined));
+    });
+    if (verdict !== undefined) this.refusals.set(err, verdict);
+    return verdict;
   }
 
   /** Closes kept-alive connections. */
@@ -248,6 +283,7 @@ export class DataplaneClient {
     const httpAgent = new HttpAgent({ keepAlive: true, maxSockets: 8 });
     const httpsAgent = new HttpsAgent({ keepAlive: true, maxSockets: 8, rejectUnauthorized: true, ...tls });
     this.agents = [httpAgent, httpsAgent];
+    this.tls = tls;
     const http = axios.create({
       baseURL: this.origin,
       auth: { username: o.username, password: o.password },
@@ -265,7 +301,7 @@ export class DataplaneClient {
     axiosRetry(http, {
       retries: o.retries ?? 3,
       shouldResetTimeout: true,
-      retryCondition: (error) => this.retryable(error),
+      retryCondition: async (error) => this.retryable(error) && (await this.diagnoseReset(error)) === undefined,
       retryDelay: (attempt) => base * 2 ** (attempt - 1) * (1 + 0.2 * Math.random()),
       onRetry: (attempt, error, config) => {
         o.onRetry?.({
@@ -325,6 +361,8 @@ export class DataplaneClient {
     }
     const code = err.code ?? '';
     const detail = this.redact(err.message);
+    const refusal = this.refusals.get(err);
+    if (refusal !== undefined) return new DataplaneError({ kind: 'tls', method, path, code, message: `${call}: TLS with ${this.origin} failed: ${refusal}` });
     if (code === 'ERR_CANCELED' || signal?.aborted) return new DataplaneError({ kind: 'aborted', method, path, code, message: `${call}: aborted` });
     if (code === 'ECONNABORTED' || code === 'ETIMEDOUT') {
       return new DataplaneError({ kind: 'timeout', method, path, code, message: `${call}: no answer from ${this.origin} within ${this.options.timeoutMs ?? 10_000} ms` });

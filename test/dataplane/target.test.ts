@@ -7,6 +7,7 @@ import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { DataplaneTarget } from '../../src/dataplane/target.ts';
 import { get, startEcho } from '../support/echo-backend.ts';
+import { parseServersState } from '../support/haproxy-runtime.ts';
 import { freePort } from '../support/ports.ts';
 import { makeSiteCertificate, makeTestPki } from '../support/dataplane-double/certs.ts';
 import { type DataplaneDouble, startDataplaneDouble } from '../support/dataplane-double/index.ts';
@@ -322,5 +323,33 @@ describe('DataplaneTarget deleting a busy server (double, real haproxy)', () => 
     await eventually(() => target.deletionsPending.length === 0, 20_000, 'the deletion');
     assert.doesNotMatch(await double.haproxy.runtime('show servers state be_s'), / slow /);
     assert.equal((await double.reloadCounts()).reloads, before);
+  });
+});
+
+describe('DataplaneTarget against an API before 3.3.1 (double)', () => {
+  it('changes addresses and weights through X-Runtime-Actions, since the runtime server PUT ignores them there', async () => {
+    const port = await freePort();
+    const e1 = await startEcho('e1');
+    const e2 = await startEcho('e2');
+    const double = await startDataplaneDouble({ apiVersion: 'v3.2.4 legacy', reloadDelayMs: 20 });
+    const target = new DataplaneTarget({ baseUrl: double.url, ...AUTH, reloadPollMs: 20 });
+    try {
+      const hosts = { 'e.test': 'be_e' };
+      assert.equal((await target.deploy(routingConfig(port, { be_e: [{ name: 'one', port: e1.port }, { name: 'two', port: e2.port }] }, hosts))).ok, true);
+      await double.reloadsSettled();
+      const before = (await double.reloadCounts()).reloads;
+      // `one` moves to e2's port; `two` gets weight 0.
+      const outcome = await target.deploy(routingConfig(port, { be_e: [{ name: 'one', port: e2.port }, { name: 'two', port: e2.port, extra: 'weight 0' }] }, hosts));
+      assert.deepEqual({ ok: outcome.ok, mode: outcome.detail?.mode, runtimeOps: outcome.runtimeOps }, { ok: true, mode: 'runtime', runtimeOps: 2 });
+      const rows = parseServersState(await double.haproxy.runtime('show servers state be_e'));
+      assert.deepEqual(rows.map((r) => [r.name, r.port, r.weight]), [['one', String(e2.port), '1'], ['two', String(e2.port), '0']]);
+      for (let i = 0; i < 4; i++) assert.equal((await get(port, '/', 'e.test')).body, 'e2\n');
+      assert.equal((await double.reloadCounts()).reloads, before);
+    } finally {
+      await target.close();
+      await double.stop();
+      await e1.close();
+      await e2.close();
+    }
   });
 });
