@@ -1,0 +1,551 @@
+/**
+ * Fuzz: hostile values from the cluster through every helper and every shipped
+ * template. Whatever a value holds (newlines, `#`, quotes, backslashes,
+ * directives such as `lua-load` and `external-check`, log-format and
+ * environment expansions, ACL flags), a render must succeed, and no output may
+ * hold a line the templates did not mean to write: each line of haproxy.cfg
+ * has a shape the templates write (section, keyword, action and the words
+ * that must be ours), each map line is one key and one declared backend, each
+ * certificate file only PEM blocks or crt-list lines. Every distinct render of
+ * a sample also passes `haproxy -c`.
+ */
+import assert from 'node:assert/strict';
+import { readFile } from 'node:fs/promises';
+import { describe, it } from 'node:test';
+import { parseAllDocuments } from 'yaml';
+import { loadControllerConfig } from '../../src/cli/load-config.ts';
+import type { LoadedConfig } from '../../src/cli/load-config.ts';
+import { renderFixture } from '../../src/cli/test-command.ts';
+import { readTemplateDir } from '../../src/config/template-dir.ts';
+import { parseConfig, tokenize } from '../../src/haproxy/config.ts';
+import { checkStructure } from '../../src/haproxy/structure.ts';
+import { Validator } from '../../src/haproxy/validate.ts';
+import type { KubeObject } from '../../src/k8s/resource.ts';
+import { TemplateAbort } from '../../src/templating/abort.ts';
+import { createHelpers } from '../../src/templating/helpers.ts';
+import type { RenderedConfig } from '../../src/templating/rendered.ts';
+
+const ROOT = new URL('../..', import.meta.url).pathname;
+
+/** At least 1,000 distinct hostile strings, built deterministically from payloads and separators. */
+export function hostileStrings(): string[] {
+  const payloads = [
+    'lua-load /tmp/evil.lua',
+    'external-check command /bin/sh',
+    'external-check path /tmp',
+    'backend be_evil',
+    'frontend fe_evil',
+    'listen evil',
+    'global',
+    'stats socket /tmp/evil.sock level admin',
+    'server evil 6.6.6.6:80',
+    'use_backend be_evil',
+    'http-request return status 200',
+    'bind :6666',
+    '.if defined(HOME)',
+    '.endif',
+    '%[env(HOME)]',
+    '%[src]',
+    '${HOME}',
+    '"$HOME"',
+    '-i',
+    '-m reg',
+    '--',
+    '-f /etc/passwd',
+    '{ always_true }',
+    'if TRUE',
+    'unless FALSE',
+    ') , (',
+    'map(/etc/passwd)',
+    'be_default',
+    '*',
+    '*.',
+    '.',
+    '..',
+    '/../../etc/passwd',
+    '//',
+    '%00',
+    '%',
+    '%%',
+    "'",
+    '"',
+    '\\',
+    '#',
+    ' ',
+    '',
+    'é',
+    '😀',
+    '\u2028',
+    '\u00a0',
+    'A'.repeat(300),
+    'a.'.repeat(140),
+    '10.0.0.1 backup',
+    '10.0.0.1:80',
+    '[::1]',
+    '300.1.1.1',
+    '0',
+    '-1',
+    '65536',
+    'true',
+    'null',
+    '$5$salt$hash\nmallory:$5$x$y',
+    '-----BEGIN CERTIFICATE-----\nAAAA\n-----END CERTIFICATE-----',
+  ];
+  const separators = ['\n', '\r\n', '\r', '\t', ' ', '#', ' #', "'", '"', '\\', '\0', '\u0085', ',', ';', '%', '$', '{', '}', '\n  '];
+  const out = new Set<string>();
+  for (const p of payloads) out.add(p);
+  // Each separator before a payload, after a valid-looking prefix (a host, a path, a number).
+  separators.forEach((s, i) => {
+    for (const [j, p] of payloads.entries()) out.add(`${['ok.example', '/x', '80', 'GET'][(i + j) % 4]}${s}${p}`);
+  });
+  return [...out];
+}
+
+/** Values of other types, which YAML or JSON may put anywhere. */
+const NON_STRINGS: unknown[] = [0, -1, 1.5, 65536, 1e21, NaN, true, false, null, [], ['a'], {}, { a: 1 }, [{}]];
+
+function loadTemplates(): Promise<LoadedConfig> {
+  return readTemplateDir(`${ROOT}templates`).then((raw) => {
+    if (!raw.ok) throw new Error(raw.message);
+    const loaded = loadControllerConfig(raw.raw);
+    if (!loaded.ok) throw new Error(loaded.message);
+    return loaded.config;
+  });
+}
+
+async function manifests(file: string): Promise<KubeObject[]> {
+  return parseAllDocuments(await readFile(`${ROOT}templates/tests/${file}`, 'utf8')).map((d) => d.toJS() as KubeObject);
+}
+
+const b64 = (text: string) => Buffer.from(text).toString('base64');
+
+/** A cluster using every feature, so that each template path runs. */
+async function baseResources(): Promise<KubeObject[]> {
+  const objects = [...(await manifests('_services.yaml')), ...(await manifests('_certificates.yaml'))];
+  const auth = { apiVersion: 'v1', kind: 'Secret', metadata: { name: 'users', namespace: 'shop' }, data: { auth: b64('alice:$5$abcdefgh$gruCpC7VkOTspMQTTSAR8mtlO9Upms.fwqE5y16JVM.\n') } };
+  const ingress = {
+    apiVersion: 'networking.k8s.io/v1',
+    kind: 'Ingress',
+    metadata: {
+      name: 'shop',
+      namespace: 'shop',
+      annotations: {
+        'haprx.io/timeout-connect': '2s',
+        'haprx.io/timeout-server': '30s',
+        'haprx.io/load-balance': 'leastconn',
+        'haprx.io/ssl-redirect': 'true',
+        'haprx.io/allowlist-source-range': '10.0.0.0/8, ::1',
+        'haprx.io/rate-limit-requests': '100',
+        'haprx.io/rate-limit-period': '10s',
+        'haprx.io/auth-type': 'basic',
+        'haprx.io/auth-secret': 'users',
+        'haprx.io/auth-realm': 'Shop',
+      },
+    },
+    spec: {
+      ingressClassName: 'haprx',
+      defaultBackend: { service: { name: 'docs', port: { number: 80 } } },
+      tls: [{ hosts: ['tls.example', '*.tls.example'], secretName: 'tls-example' }],
+      rules: [
+        {
+          host: 'tls.example',
+          http: {
+            paths: [
+              { path: '/', pathType: 'Prefix', backend: { service: { name: 'web', port: { number: 80 } } } },
+              { path: '/status', pathType: 'Exact', backend: { service: { name: 'api', port: { name: 'http' } } } },
+            ],
+          },
+        },
+        { host: '*.tls.example', http: { paths: [{ path: '/x', pathType: 'ImplementationSpecific', backend: { service: { name: 'api', port: { number: 80 } } } }] } },
+      ],
+    },
+  };
+  // A control Ingress that no fuzzed field touches: it must always be served.
+  const control = {
+    apiVersion: 'networking.k8s.io/v1',
+    kind: 'Ingress',
+    metadata: { name: 'control', namespace: 'shop' },
+    spec: { rules: [{ host: 'control.example', http: { paths: [{ path: '/', pathType: 'Prefix', backend: { service: { name: 'docs', port: { number: 80 } } } }] } }] },
+  };
+  const gatewayClass = { apiVersion: 'gateway.networking.k8s.io/v1', kind: 'GatewayClass', metadata: { name: 'haprx' }, spec: { controllerName: 'haprx.io/gateway-controller' } };
+  const gateway = {
+    apiVersion: 'gateway.networking.k8s.io/v1',
+    kind: 'Gateway',
+    metadata: { name: 'gw', namespace: 'shop' },
+    spec: {
+      gatewayClassName: 'haprx',
+      listeners: [
+        { name: 'http', port: 8080, protocol: 'HTTP', hostname: '*.gw.example', allowedRoutes: { namespaces: { from: 'Selector', selector: { matchLabels: { team: 'shop' } } } } },
+        { name: 'https', port: 8443, protocol: 'HTTPS', hostname: 'gw.example', tls: { certificateRefs: [{ name: 'gw-example' }] } },
+      ],
+    },
+  };
+  const route = {
+    apiVersion: 'gateway.networking.k8s.io/v1',
+    kind: 'HTTPRoute',
+    metadata: { name: 'route', namespace: 'shop' },
+    spec: {
+      parentRefs: [{ name: 'gw', sectionName: 'http' }, { name: 'gw', sectionName: 'https' }],
+      hostnames: ['a.gw.example', 'gw.example'],
+      rules: [
+        {
+          matches: [
+            {
+              path: { type: 'PathPrefix', value: '/v1' },
+              headers: [{ name: 'x-h', value: 'v' }, { name: 'x-r', type: 'RegularExpression', value: 'a+' }],
+              queryParams: [{ name: 'q', value: '1' }, { name: 'r', type: 'RegularExpression', value: '[0-9]+' }],
+              method: 'GET',
+            },
+          ],
+          filters: [
+            { type: 'RequestHeaderModifier', requestHeaderModifier: { set: [{ name: 'x-set', value: 's' }], add: [{ name: 'x-add', value: 'a' }], remove: ['x-rm'] } },
+            { type: 'ResponseHeaderModifier', responseHeaderModifier: { set: [{ name: 'x-rs', value: 's' }], add: [{ name: 'x-ra', value: 'a' }], remove: ['server'] } },
+            { type: 'URLRewrite', urlRewrite: { hostname: 'in.example', path: { type: 'ReplacePrefixMatch', replacePrefixMatch: '/v2' } } },
+          ],
+          backendRefs: [{ name: 'web', port: 80, weight: 3 }, { name: 'api', port: 80, weight: 1 }],
+        },
+        { matches: [{ path: { type: 'Exact', value: '/old' } }], filters: [{ type: 'RequestRedirect', requestRedirect: { scheme: 'https', hostname: 'new.example', port: 8443, statusCode: 301, path: { type: 'ReplaceFullPath', replaceFullPath: '/new' } } }] },
+        { matches: [{ path: { type: 'RegularExpression', value: '/re/[a-z]+' } }], filters: [{ type: 'URLRewrite', urlRewrite: { path: { type: 'ReplaceFullPath', replaceFullPath: '/full' } } }], backendRefs: [{ name: 'shared', namespace: 'other', port: 80 }] },
+      ],
+    },
+  };
+  const other = [
+    { apiVersion: 'v1', kind: 'Namespace', metadata: { name: 'other' } },
+    { apiVersion: 'v1', kind: 'Service', metadata: { name: 'shared', namespace: 'other' }, spec: { ports: [{ name: 'http', port: 80 }] } },
+    {
+      apiVersion: 'gateway.networking.k8s.io/v1beta1',
+      kind: 'ReferenceGrant',
+      metadata: { name: 'grant', namespace: 'other' },
+      spec: { from: [{ group: 'gateway.networking.k8s.io', kind: 'HTTPRoute', namespace: 'shop' }], to: [{ group: '', kind: 'Service' }] },
+    },
+  ];
+  const ingressClass = { apiVersion: 'networking.k8s.io/v1', kind: 'IngressClass', metadata: { name: 'haprx' }, spec: { controller: 'haprx.io/ingress-controller' } };
+  return [...objects, auth, ingress, control, gatewayClass, gateway, route, ingressClass, ...other] as KubeObject[];
+}
+
+/** Where a hostile value goes: an object (kind/name) and a path in it; `encode` turns it into what the field holds. */
+interface Field {
+  kind: string;
+  name: string;
+  path: (string | number)[];
+  encode?: (value: unknown) => unknown;
+}
+
+const ann = (key: string): Field => ({ kind: 'Ingress', name: 'shop', path: ['metadata', 'annotations', `haprx.io/${key}`] });
+const rule0 = ['spec', 'rules', 0];
+const match0 = [...rule0, 'matches', 0];
+const filters0 = [...rule0, 'filters'];
+const asBase64 = (value: unknown) => (typeof value === 'string' ? b64(value) : value);
+
+const FIELDS: Field[] = [
+  { kind: 'Ingress', name: 'shop', path: ['metadata', 'name'] },
+  { kind: 'Ingress', name: 'shop', path: ['metadata', 'namespace'] },
+  { kind: 'Ingress', name: 'shop', path: ['spec', 'ingressClassName'] },
+  { kind: 'Ingress', name: 'shop', path: ['spec', 'rules', 0, 'host'] },
+  { kind: 'Ingress', name: 'shop', path: ['spec', 'rules', 1, 'host'] },
+  { kind: 'Ingress', name: 'shop', path: ['spec', 'rules', 0, 'http', 'paths', 0, 'path'] },
+  { kind: 'Ingress', name: 'shop', path: ['spec', 'rules', 0, 'http', 'paths', 1, 'path'] },
+  { kind: 'Ingress', name: 'shop', path: ['spec', 'rules', 0, 'http', 'paths', 0, 'pathType'] },
+  { kind: 'Ingress', name: 'shop', path: ['spec', 'rules', 0, 'http', 'paths', 0, 'backend', 'service', 'name'] },
+  { kind: 'Ingress', name: 'shop', path: ['spec', 'rules', 0, 'http', 'paths', 0, 'backend', 'service', 'port', 'number'] },
+  { kind: 'Ingress', name: 'shop', path: ['spec', 'rules', 0, 'http', 'paths', 1, 'backend', 'service', 'port', 'name'] },
+  { kind: 'Ingress', name: 'shop', path: ['spec', 'defaultBackend', 'service', 'name'] },
+  { kind: 'Ingress', name: 'shop', path: ['spec', 'tls', 0, 'hosts', 0] },
+  { kind: 'Ingress', name: 'shop', path: ['spec', 'tls', 0, 'secretName'] },
+  ann('timeout-connect'),
+  ann('timeout-server'),
+  ann('timeout-tunnel'),
+  ann('load-balance'),
+  ann('ssl-redirect'),
+  ann('allowlist-source-range'),
+  ann('rate-limit-requests'),
+  ann('rate-limit-period'),
+  ann('auth-type'),
+  ann('auth-secret'),
+  ann('auth-realm'),
+  { kind: 'Secret', name: 'users', path: ['data', 'auth'], encode: asBase64 },
+  { kind: 'Secret', name: 'tls-example', path: ['data', 'tls.crt'], encode: asBase64 },
+  { kind: 'Secret', name: 'gw-example', path: ['data', 'tls.key'], encode: asBase64 },
+  { kind: 'Service', name: 'web', path: ['spec', 'ports', 0, 'port'] },
+  { kind: 'Service', name: 'api', path: ['spec', 'ports', 0, 'name'] },
+  { kind: 'EndpointSlice', name: 'web-1', path: ['endpoints', 0, 'addresses', 0] },
+  { kind: 'EndpointSlice', name: 'web-1', path: ['ports', 0, 'port'] },
+  { kind: 'EndpointSlice', name: 'web-1', path: ['ports', 0, 'name'] },
+  { kind: 'EndpointSlice', name: 'api-1', path: ['addressType'] },
+  { kind: 'Gateway', name: 'gw', path: ['spec', 'listeners', 0, 'hostname'] },
+  { kind: 'Gateway', name: 'gw', path: ['spec', 'listeners', 0, 'port'] },
+  { kind: 'Gateway', name: 'gw', path: ['spec', 'listeners', 0, 'name'] },
+  { kind: 'Gateway', name: 'gw', path: ['spec', 'listeners', 1, 'protocol'] },
+  { kind: 'Gateway', name: 'gw', path: ['spec', 'listeners', 1, 'tls', 'certificateRefs', 0, 'name'] },
+  { kind: 'Gateway', name: 'gw', path: ['spec', 'listeners', 0, 'allowedRoutes', 'namespaces', 'selector', 'matchLabels', 'team'] },
+  { kind: 'HTTPRoute', name: 'route', path: ['spec', 'hostnames', 0] },
+  { kind: 'HTTPRoute', name: 'route', path: ['spec', 'parentRefs', 0, 'sectionName'] },
+  { kind: 'HTTPRoute', name: 'route', path: [...match0, 'path', 'value'] },
+  { kind: 'HTTPRoute', name: 'route', path: ['spec', 'rules', 1, 'matches', 0, 'path', 'value'] },
+  { kind: 'HTTPRoute', name: 'route', path: ['spec', 'rules', 2, 'matches', 0, 'path', 'value'] },
+  { kind: 'HTTPRoute', name: 'route', path: [...match0, 'headers', 0, 'name'] },
+  { kind: 'HTTPRoute', name: 'route', path: [...match0, 'headers', 0, 'value'] },
+  { kind: 'HTTPRoute', name: 'route', path: [...match0, 'headers', 1, 'value'] },
+  { kind: 'HTTPRoute', name: 'route', path: [...match0, 'queryParams', 0, 'name'] },
+  { kind: 'HTTPRoute', name: 'route', path: [...match0, 'queryParams', 0, 'value'] },
+  { kind: 'HTTPRoute', name: 'route', path: [...match0, 'queryParams', 1, 'value'] },
+  { kind: 'HTTPRoute', name: 'route', path: [...match0, 'method'] },
+  { kind: 'HTTPRoute', name: 'route', path: [...filters0, 0, 'requestHeaderModifier', 'set', 0, 'name'] },
+  { kind: 'HTTPRoute', name: 'route', path: [...filters0, 0, 'requestHeaderModifier', 'set', 0, 'value'] },
+  { kind: 'HTTPRoute', name: 'route', path: [...filters0, 0, 'requestHeaderModifier', 'add', 0, 'value'] },
+  { kind: 'HTTPRoute', name: 'route', path: [...filters0, 0, 'requestHeaderModifier', 'remove', 0] },
+  { kind: 'HTTPRoute', name: 'route', path: [...filters0, 1, 'responseHeaderModifier', 'set', 0, 'value'] },
+  { kind: 'HTTPRoute', name: 'route', path: [...filters0, 2, 'urlRewrite', 'hostname'] },
+  { kind: 'HTTPRoute', name: 'route', path: [...filters0, 2, 'urlRewrite', 'path', 'replacePrefixMatch'] },
+  { kind: 'HTTPRoute', name: 'route', path: [...filters0, 0, 'type'] },
+  { kind: 'HTTPRoute', name: 'route', path: ['spec', 'rules', 1, 'filters', 0, 'requestRedirect', 'hostname'] },
+  { kind: 'HTTPRoute', name: 'route', path: ['spec', 'rules', 1, 'filters', 0, 'requestRedirect', 'path', 'replaceFullPath'] },
+  { kind: 'HTTPRoute', name: 'route', path: ['spec', 'rules', 1, 'filters', 0, 'requestRedirect', 'scheme'] },
+  { kind: 'HTTPRoute', name: 'route', path: ['spec', 'rules', 1, 'filters', 0, 'requestRedirect', 'port'] },
+  { kind: 'HTTPRoute', name: 'route', path: ['spec', 'rules', 1, 'filters', 0, 'requestRedirect', 'statusCode'] },
+  { kind: 'HTTPRoute', name: 'route', path: ['spec', 'rules', 2, 'filters', 0, 'urlRewrite', 'path', 'replaceFullPath'] },
+  { kind: 'HTTPRoute', name: 'route', path: [...rule0, 'backendRefs', 0, 'name'] },
+  { kind: 'HTTPRoute', name: 'route', path: [...rule0, 'backendRefs', 0, 'port'] },
+  { kind: 'HTTPRoute', name: 'route', path: [...rule0, 'backendRefs', 1, 'weight'] },
+  { kind: 'HTTPRoute', name: 'route', path: ['spec', 'rules', 2, 'backendRefs', 0, 'namespace'] },
+  { kind: 'ReferenceGrant', name: 'grant', path: ['spec', 'to', 0, 'kind'] },
+];
+
+function withValue(base: KubeObject[], field: Field, value: unknown): KubeObject[] {
+  const objects = structuredClone(base);
+  const target = objects.find((o) => o.kind === field.kind && o.metadata.name === field.name);
+  assert.ok(target, `${field.kind} ${field.name} is in the base`);
+  let at: Record<string | number, unknown> = target as unknown as Record<string, unknown>;
+  for (const key of field.path.slice(0, -1)) at = at[key] as Record<string | number, unknown>;
+  at[field.path.at(-1)!] = field.encode ? field.encode(value) : value;
+  return objects;
+}
+
+/**
+ * The lines the templates mean to write in haproxy.cfg: per section type, the
+ * keyword, the word after it where that is the action, and words that must be
+ * exactly ours. Anything else is an injected line.
+ */
+function lineProblem(section: string, words: string[], backends: ReadonlySet<string>): string | undefined {
+  const [keyword, ...args] = words;
+  const is = (...expected: string[]) => expected.every((w, i) => args[i] === w);
+  const name = /^[A-Za-z0-9_.:-]+$/;
+  const ok = (() => {
+    switch (section) {
+      case 'global':
+        return (keyword === 'maxconn' && args.length === 1) || (keyword === 'ssl-default-bind-options' && is('ssl-min-ver', 'TLSv1.2'));
+      case 'defaults':
+        return ['mode', 'option', 'timeout'].includes(keyword!) && args.length <= 2;
+      case 'userlist':
+        return keyword === 'user' && args.length === 3 && /^[A-Za-z0-9._@-]+$/.test(args[0]!) && args[1] === 'password' && /^\$[A-Za-z0-9./$=]+$/.test(args[2]!);
+      case 'frontend':
+        if (keyword === 'bind') return /^[0-9.:[\]a-f]*:[0-9]+$/.test(args[0]!) && (args.length === 1 || (is(args[0]!, 'ssl', 'crt-list') && /^ssl\/[A-Za-z0-9_.-]+$/.test(args[3]!) && args.length === 6));
+        if (keyword === 'default_backend') return backends.has(args[0]!);
+        if (keyword === 'use_backend') return backends.has(args[0]!) || /^%\[var\(txn\.(hostpath|wildpath|anypath)\),map(_beg)?\(maps\/(exact|prefix)\.map\)\]$/.test(args[0]!);
+        if (keyword === 'acl') return /^(gw\d+_(host|path|h\d+|q\d+|m)|gwl\d+_x)$/.test(args[0]!) && /^(var\(txn\.host\)|path|method|req\.fhdr\([^()]+\)|url_param\([^(),]+\))$/.test(args[1]!) && (args[1] === 'method' ? args.length === 3 : args[2] === '-m' && args[4] === '--');
+        if (keyword === 'http-request') return ['set-var(txn.host)', 'set-var(txn.path)', 'set-var(txn.hostpath)', 'set-var(txn.wildpath)', 'set-var(txn.anypath)', 'set-var(txn.gwr)', 'set-var(txn.gwrnd)', 'set-header', 'add-header', 'del-header', 'redirect', 'set-path', 'return'].includes(args[0]!);
+        if (keyword === 'http-after-response') return ['set-header', 'add-header', 'del-header'].includes(args[0]!);
+        return false;
+      case 'backend':
+        if (keyword === 'server') return args.length === 2 && name.test(args[0]!) && /^(\d+\.\d+\.\d+\.\d+|\[[0-9a-f:.]+\]):\d+$/.test(args[1]!);
+        if (keyword === 'acl') return args[0] === 'allowed_source' && args[1] === 'src' && args[2] === '--' && args.slice(3).every((a) => /^[0-9a-f.:/]+$/.test(a));
+        if (keyword === 'http-request') return ['deny', 'redirect', 'track-sc0', 'auth', 'return'].includes(args[0]!);
+        return ['balance', 'hash-type', 'timeout', 'stick-table'].includes(keyword!);
+      default:
+        return false;
+    }
+  })();
+  return ok ? undefined : `unexpected line in ${section}: ${JSON.stringify(words)}`;
+}
+
+/** The characters of a line that haproxy reads outside single quotes (an escaped character counts as quoted). */
+function outsideSingleQuotes(raw: string): string {
+  let out = '';
+  let quoted = false;
+  for (let i = 0; i < raw.length; i++) {
+    const c = raw[i]!;
+    if (c === "'") quoted = !quoted;
+    else if (!quoted && c === '\\') i++;
+    else if (!quoted) out += c;
+  }
+  return out;
+}
+
+/** The sample expressions the templates write into log-format arguments. */
+const LF_EXPRESSIONS = /%\[(var\(txn\.host\)|path|path,bytes\(\d+\)|query|pathq)\]/g;
+
+/** Everything wrong with a render, by the rules above; empty when it only holds lines the templates mean. */
+export function injectionProblems(config: RenderedConfig): string[] {
+  const problems: string[] = [];
+  const control = (file: string, text: string) => {
+    if (/[\p{Cc}]/u.test(text.replaceAll('\n', ''))) problems.push(`${file} holds a control character`);
+  };
+  control('haproxy.cfg', config.main);
+  const parsed = parseConfig(config.main);
+  for (const e of parsed.errors) problems.push(`haproxy.cfg:${e.line}: ${e.message}`);
+  for (const o of parsed.orphans) problems.push(`haproxy.cfg:${o.line}: line outside a section`);
+  for (const p of checkStructure(config)) problems.push(`structure: ${p.file}:${p.line ?? ''} ${p.message}`);
+  const types = parsed.sections.map((s) => s.type);
+  if (types.filter((t) => t === 'global').length !== 1 || types.filter((t) => t === 'defaults').length !== 1) problems.push('not exactly one global and one defaults section');
+  const backends = new Set(parsed.sections.filter((s) => s.type === 'backend').map((s) => s.name));
+  // Outside single quotes (where haproxy interprets nothing) no environment expansion, and double
+  // quotes only in the templates' own fixed texts.
+  config.main.split('\n').forEach((raw, i) => {
+    const unquoted = outsideSingleQuotes(raw);
+    if (unquoted.includes('$')) problems.push(`haproxy.cfg:${i + 1}: unquoted $`);
+    if (unquoted.includes('"') && !/^ {2}http-request return status (404|500) content-type text\/plain string "[a-z ]+"$/.test(raw)) problems.push(`haproxy.cfg:${i + 1}: unexpected double quote`);
+  });
+  for (const s of parsed.sections) {
+    if (!['global', 'defaults', 'userlist', 'frontend', 'backend'].includes(s.type)) problems.push(`unexpected section ${s.type}`);
+    if (s.type === 'frontend' && !/^(https?|gw_\d+)$/.test(s.name)) problems.push(`unexpected frontend ${s.name}`);
+    for (const line of s.lines) {
+      if (line.comment !== '' && line.comment !== 'haprx:drain') problems.push(`haproxy.cfg:${line.line}: unexpected comment ${JSON.stringify(line.comment)}`);
+      const problem = lineProblem(s.type, [line.keyword, ...line.args], backends);
+      if (problem) problems.push(`haproxy.cfg:${line.line}: ${problem}`);
+      // In rule arguments (log-format strings among them) every % is doubled, or starts an expression the templates write.
+      if (line.keyword.startsWith('http-') && line.args.some((a) => /%(?!%)/.test(a.replace(LF_EXPRESSIONS, '').replaceAll('%%', '')))) {
+        problems.push(`haproxy.cfg:${line.line}: a % that is not the templates' own: ${JSON.stringify(line.args)}`);
+      }
+    }
+  }
+  for (const [name, text] of Object.entries(config.maps)) {
+    control(`maps/${name}`, text);
+    for (const line of text.split('\n').filter((l) => l !== '')) {
+      const parts = line.split(' ');
+      if (parts.length !== 2 || !/^[a-z0-9*][!-~]*$/.test(parts[0]!) || !backends.has(parts[1]!)) problems.push(`maps/${name}: unexpected line ${JSON.stringify(line)}`);
+    }
+  }
+  for (const [name, text] of Object.entries(config.certs)) {
+    control(`ssl/${name}`, text);
+    if (name.endsWith('.crtlist')) {
+      for (const line of text.split('\n').filter((l) => l !== '')) {
+        const [file, ...hosts] = line.split(' ');
+        const ok = file !== undefined && file.startsWith('ssl/') && Object.hasOwn(config.certs, file.slice(4)) && hosts.every((x) => /^(\*\.)?[a-z0-9.-]+$/.test(x));
+        if (!ok) problems.push(`ssl/${name}: unexpected line ${JSON.stringify(line)}`);
+      }
+    } else if (!/^(-----BEGIN [A-Z ]+-----\n([A-Za-z0-9+/=]{1,64}\n)+-----END [A-Z ]+-----\n)+$/.test(text)) {
+      problems.push(`ssl/${name} is not only PEM blocks`);
+    }
+  }
+  for (const [name, text] of Object.entries(config.files)) control(`general/${name}`, text);
+  return problems;
+}
+
+describe('fuzz: hostile values', () => {
+  const hostile = hostileStrings();
+
+  it('has at least 1,000 distinct hostile strings', () => {
+    assert.ok(hostile.length >= 1000, `${hostile.length}`);
+  });
+
+  it('through every helper: each refuses, or returns a value that stays one value', () => {
+    const h = createHelpers({ maps: new Set(['a.map']), files: new Set(), certs: new Set() });
+    const refused = (fn: () => unknown): boolean => {
+      try {
+        fn();
+        return false;
+      } catch (err) {
+        if (err instanceof TemplateAbort) return true;
+        throw err;
+      }
+    };
+    const safe = /^[!-~]+$/;
+    let checks = 0;
+    for (const value of [...hostile, ...NON_STRINGS]) {
+      const v = value as string;
+      const oneWord = (fn: () => string, inner?: (s: string) => void) => {
+        let out: string | undefined;
+        if (refused(() => (out = fn()))) return;
+        const tokens = tokenize(`x ${out!} y`);
+        assert.ok(!('error' in tokens), `${JSON.stringify(value)} -> ${JSON.stringify(out)}`);
+        assert.equal(tokens.args.length, 3, `${JSON.stringify(value)} -> ${JSON.stringify(out)} is one word`);
+        inner?.(tokens.args[1]!);
+      };
+      oneWord(() => h.word(value), (w) => assert.equal(w, String(value)));
+      const key = refused(() => h.mapKey(value)) ? undefined : h.mapKey(value);
+      if (key !== undefined) assert.match(key, /^[^\s#][^\s]*$/u);
+      oneWord(() => h.word(h.lfText(value)), (w) => assert.equal(w.replaceAll('%%', ''), w.replaceAll('%%', '').replaceAll('%', ''), 'no single %'));
+      if (!refused(() => h.regexEscape(value))) assert.equal(new RegExp(`^${h.regexEscape(value)}$`, 's').test(String(value)), true);
+      if (!refused(() => h.identifier(value))) assert.match(h.identifier(value, 'x'), /^[A-Za-z0-9_.:-]+$/);
+      if (!refused(() => h.digest(value))) assert.match(h.digest(value), /^[0-9a-f]{12}$/);
+      for (const [check, accepted] of [
+        [h.isHostname, /^(\*\.)?[A-Za-z0-9.-]+$/],
+        [h.isPath, /^\/[!-~]*$/],
+        [h.isIP, /^[0-9a-fA-F.:]+$/],
+        [h.isCidr, /^[0-9a-fA-F.:/]+$/],
+        [h.isPort, /^[0-9]+$/],
+        [h.isDuration, /^[0-9]+[a-z]*$/],
+        [h.isHeaderName, safe],
+        [h.isHeaderValue, /^[!-~]([ -~]*[!-~])?$/],
+        [h.isRegex, /^[ -~]+$/],
+      ] as [(x: unknown) => boolean, RegExp][]) {
+        const result = check(value);
+        assert.equal(typeof result, 'boolean');
+        if (result) assert.match(String(value), accepted, `${check.name} accepted ${JSON.stringify(value)}`);
+        checks++;
+      }
+      if (h.isHostname(value)) oneWord(() => h.word(value), (w) => assert.equal(w, v));
+      if (!refused(() => h.b64decode(value))) assert.equal(typeof h.b64decode(value), 'string');
+      assert.equal(h.tlsBundle(value, value), undefined);
+      const users = h.htpasswd(value);
+      for (const u of users.users) {
+        assert.match(u.name, /^[A-Za-z0-9._@-]+$/);
+        assert.match(u.hash, /^\$[A-Za-z0-9./$=]+$/);
+      }
+      for (const path of [h.mapPath, h.filePath, h.certPath]) assert.equal(refused(() => path(v)), true, `${JSON.stringify(value)} is not a template`);
+      assert.equal(refused(() => h.fail(value)), true);
+      assert.equal(refused(() => h.warn('x', value)), true, 'no render is running');
+      for (const fn of [() => h.get({ a: value }, v), () => h.sortBy([{ k: value }, { k: 'b' }], 'k'), () => h.uniq([value, value]), () => h.groupBy([{ k: value }], 'k'), () => h.keys(value), () => h.entries(value)]) {
+        refused(fn);
+      }
+    }
+    assert.ok(checks >= 9 * 1000);
+  });
+
+  it('through every shipped template: renders never fail, and hold only the lines the templates mean to write', async (t) => {
+    const loaded = await loadTemplates();
+    const base = await baseResources();
+    const baseline = renderFixture(loaded, { resources: base, values: {} });
+    assert.ok(baseline.ok, 'the base renders');
+    assert.deepEqual(injectionProblems(baseline.config), [], 'the base holds only expected lines');
+    assert.deepEqual(baseline.warnings, [], 'the base is valid');
+    // The base reaches every kind of line: a shape check that never fires would prove nothing.
+    for (const needle of ['userlist ', 'user alice', 'frontend gw_8080', 'ssl crt-list', 'http-after-response', 'acl gw', 'http-request redirect', 'http-request set-path', 'http-request auth', 'stick-table', 'acl allowed_source', 'use_backend be_other_shared_80']) {
+      assert.ok(baseline.config.main.includes(needle), needle);
+    }
+
+    const values: unknown[] = [...hostile, ...NON_STRINGS];
+    const renders = new Map<string, RenderedConfig>();
+    let count = 0;
+    let warned = 0;
+    for (const [i, value] of values.entries()) {
+      // Each value through one field, every third through a second one; every template renders each.
+      const fields = [FIELDS[i % FIELDS.length]!, ...(i % 3 === 0 ? [FIELDS[(i * 7 + 3) % FIELDS.length]!] : [])];
+      for (const field of fields) {
+        const result = renderFixture(loaded, { resources: withValue(base, field, value), values: {} });
+        count++;
+        if (!result.ok) assert.fail(`${field.kind} ${field.name} ${field.path.join('.')} = ${JSON.stringify(value)}: render failed: ${result.error.message}`);
+        const problems = injectionProblems(result.config);
+        if (problems.length > 0) assert.fail(`${field.kind} ${field.name} ${field.path.join('.')} = ${JSON.stringify(value)}:\n${problems.join('\n')}`);
+        assert.ok(result.config.maps['exact.map']!.includes('control.example/') || result.config.maps['prefix.map']!.includes('control.example/'), 'the control Ingress is still served');
+        if (result.warnings.length > 0) warned++;
+        renders.set(result.config.hash, result.config);
+      }
+    }
+    t.diagnostic(`${count} renders of ${values.length} values through ${FIELDS.length} fields; ${warned} raised warnings; ${renders.size} distinct outputs`);
+    assert.ok(warned > values.length, 'hostile values are reported, not silently dropped');
+
+    // haproxy itself accepts a sample of the distinct outputs (every fifth), two checks at a time.
+    const sample = [...renders.values()].filter((_, i) => i % 5 === 0);
+    const validators = [new Validator({ cacheSize: 0 }), new Validator({ cacheSize: 0 })];
+    await Promise.all(
+      validators.map(async (validator, n) => {
+        for (const config of sample.filter((_, i) => i % validators.length === n)) {
+          const verdict = await validator.validate(config);
+          assert.ok(verdict.ok, `haproxy -c refused a render: ${verdict.ok ? '' : JSON.stringify(verdict.problems)}\n${config.main}`);
+        }
+      }),
+    );
+    t.diagnostic(`${sample.length} distinct outputs checked with haproxy -c`);
+  });
+});
