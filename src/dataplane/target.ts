@@ -21,7 +21,7 @@
  */
 import type { InstanceOutcome } from '../events.ts';
 import { rewriteAuxRefs } from '../haproxy/aux-refs.ts';
-import { type RuntimeOp, planDeployment } from '../haproxy/plan.ts';
+import { type Plan, type RuntimeOp, planDeployment } from '../haproxy/plan.ts';
 import type { RenderedConfig } from '../templating/rendered.ts';
 import { DataplaneClient, DataplaneError, type ApiInfo, atLeast } from './client.ts';
 import { type ApiCall, translateOps } from './runtime-ops.ts';
@@ -105,6 +105,22 @@ interface Listing {
 }
 
 class Aborted extends Error {}
+
+// Every instance of a fleet usually goes from the same render to the same render: plan once.
+const PLANS = new Map<string, Plan>();
+const PLANS_KEPT = 16;
+
+function planFor(previous: RenderedConfig | undefined, next: RenderedConfig): Plan {
+  if (!previous) return planDeployment(undefined, next);
+  const key = `${previous.hash}:${next.hash}`;
+  let found = PLANS.get(key);
+  if (!found) {
+    found = planDeployment(previous, next);
+    PLANS.set(key, found);
+    if (PLANS.size > PLANS_KEPT) PLANS.delete(PLANS.keys().next().value!);
+  }
+  return found;
+}
 
 function dirOf(path: string): string {
   return path.slice(0, path.lastIndexOf('/')) || '/';
@@ -198,7 +214,7 @@ export class DataplaneTarget {
         previous = await this.adopt(config, version, ctx);
         if (previous) this.state = previous;
       }
-      const plan = planDeployment(previous?.config, config);
+      const plan = planFor(previous?.config, config);
       if (plan.kind === 'none') return finish({ ok: true, reloaded: false, runtimeOps: 0 });
       let reasons = plan.kind === 'reload' ? plan.reasons : [];
       if (plan.kind === 'runtime' && previous) {
