@@ -182,7 +182,7 @@ export async function runFixtures(templatesDir: string, options: RunOptions = {}
   const { fixtures, errors } = await loadFixtures(templatesDir);
   const selected = fixtures.filter((f) => !options.match || f.file.includes(options.match) || f.name.includes(options.match));
   const validator = new Validator({ haproxyBin: options.haproxyBin ?? 'haproxy', cacheSize: 0 });
-  const results = [...errors];
+  const results = errors.filter((e) => !options.match || e.file.includes(options.match));
   for (const fixture of selected) results.push(await runFixture(loaded.config, fixture, validator, options.haproxyBin ?? 'haproxy'));
   return results.sort((a, b) => (a.file < b.file ? -1 : a.file > b.file ? 1 : 0));
 }
@@ -274,9 +274,11 @@ async function runRequests(loaded: LoadedConfig, fixture: Fixture, requests: Ass
     let stderr = '';
     child = spawn(haproxyBin, ['-db', '-f', 'haproxy.cfg'], { cwd: dir, stdio: ['ignore', 'ignore', 'pipe'] });
     child.stderr!.setEncoding('utf8').on('data', (c: string) => (stderr += c));
+    let gone = false;
     const exited = new Promise<void>((r) => child!.once('exit', () => r()));
+    void exited.then(() => (gone = true));
     const ports = [httpPort, ...(live.config.main.includes(`:${httpsPort} ssl`) ? [httpsPort] : []), ...listenerPorts.map((p) => p + portOffset)];
-    const ready = await Promise.race([waitForPorts(ports.filter((p) => live.config.main.includes(`:${p}`)), 5_000), exited.then(() => false)]);
+    const ready = await waitForPorts(ports.filter((p) => live.config.main.includes(`:${p}`)), 5_000, () => gone);
     if (!ready) return requests.map((a) => ({ assertion: label(a), ok: false, message: `haproxy did not start: ${stderr.trim().split('\n').slice(-3).join(' | ')}` }));
     const results: AssertionResult[] = [];
     for (const a of requests) {
@@ -398,10 +400,12 @@ async function freeOffset(listenerPorts: number[], taken: number[]): Promise<num
   throw new Error('no free ports for the Gateway listeners');
 }
 
-async function waitForPorts(ports: number[], ms: number): Promise<boolean> {
+/** Whether every port accepts connections within `ms`; gives up as soon as `stopped()` (haproxy exited). */
+async function waitForPorts(ports: number[], ms: number, stopped: () => boolean): Promise<boolean> {
   const deadline = Date.now() + ms;
   for (const port of ports) {
     for (;;) {
+      if (stopped()) return false;
       const open = await new Promise<boolean>((r) => {
         const socket = connect(port, '127.0.0.1');
         socket.once('connect', () => (socket.destroy(), r(true)));
