@@ -30,6 +30,12 @@ export const WatchedResource = t.intersection([
     indexBy: t.array(t.string),
     /** Dotted paths removed before an object is stored. */
     strip: t.array(t.string),
+    /**
+     * Holds the set on demand (in-cluster): only the objects that these sets point at
+     * are kept, e.g. Secrets named by Ingress spec.tls. Each path's values are names in
+     * the referencing object's namespace, or objects with `name` and `namespace`.
+     */
+    referencedBy: t.array(t.type({ set: t.string, path: t.string })),
   }),
 ]);
 export type WatchedResource = t.TypeOf<typeof WatchedResource>;
@@ -122,6 +128,16 @@ export function decodeControllerConfig(input: unknown): DecodeResult<ControllerC
   for (const [i, w] of watch.entries()) {
     if (names.has(w.name)) errors.push({ path: `watch[${i}].name`, message: `"${w.name}" is watched twice` });
     names.add(w.name);
+  }
+  const byName = new Map(watch.map((w) => [w.name, w]));
+  for (const [i, w] of watch.entries()) {
+    for (const [j, ref] of (w.referencedBy ?? []).entries()) {
+      const target = byName.get(ref.set);
+      if (!target || ref.set === w.name) errors.push({ path: `watch[${i}].referencedBy[${j}].set`, message: `"${ref.set}" is not another watched set` });
+      // Its own sync would wait for the other's: no chains.
+      else if (target.referencedBy?.length) errors.push({ path: `watch[${i}].referencedBy[${j}].set`, message: `"${ref.set}" is itself held on demand` });
+      if (!ref.path.startsWith('$')) errors.push({ path: `watch[${i}].referencedBy[${j}].path`, message: 'must be a JSONPath starting with $' });
+    }
   }
   if (settings.maxParallel !== undefined && !(Number.isInteger(settings.maxParallel) && settings.maxParallel >= 0)) {
     errors.push({ path: 'settings.maxParallel', message: 'must be a whole number, 0 or more (0 means all)' });

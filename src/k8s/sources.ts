@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto';
-import { Observable, merge } from 'rxjs';
+import { Observable, merge, share } from 'rxjs';
 import type { WatchedResource } from '../config/controller-config.ts';
 import type { RawConfig } from '../config/template-dir.ts';
 import type { Endpoint } from '../events.ts';
@@ -9,6 +9,7 @@ import { type CredentialsResult, credentialsFromSecret } from './credentials.ts'
 import { type DataplaneAddressing, EndpointSet } from './discovery.ts';
 import { type LoadBalancerIngress, serviceAddresses } from './ingress-status.ts';
 import { type ListWatchOptions, listWatch } from './list-watch.ts';
+import { onDemandSet } from './on-demand.ts';
 import type { KubeObject, ResourceChange } from './resource.ts';
 
 export interface NamedObject {
@@ -18,24 +19,38 @@ export interface NamedObject {
   name: string;
 }
 
-/** The change sources of every watched set, merged: what the graph's `changes$` takes. */
+/**
+ * The change sources of every watched set, merged: what the graph's `changes$`
+ * takes. A set with `referencedBy` is held on demand (onDemandSet), fed by the
+ * changes of the sets that reference it, which are then listed and watched once
+ * for both.
+ */
 export function kubeChanges(api: KubeApi, watch: readonly WatchedResource[], options: ListWatchOptions = {}): Observable<ResourceChange> {
+  const referenced = new Set(watch.flatMap((w) => (w.referencedBy ?? []).map((r) => r.set)));
+  const streams = new Map<string, Observable<ResourceChange>>();
+  for (const w of watch) {
+    const source = listWatch(
+      api,
+      {
+        name: w.name,
+        apiVersion: w.apiVersion,
+        resource: w.resource,
+        ...(w.namespace !== undefined && { namespace: w.namespace }),
+        ...(w.labelSelector !== undefined && { labelSelector: w.labelSelector }),
+        ...(w.fieldSelector !== undefined && { fieldSelector: w.fieldSelector }),
+        ...(w.strip !== undefined && { strip: w.strip }),
+      },
+      options,
+    );
+    streams.set(w.name, referenced.has(w.name) ? source.pipe(share()) : source);
+  }
   return merge(
-    ...watch.map((w) =>
-      listWatch(
-        api,
-        {
-          name: w.name,
-          apiVersion: w.apiVersion,
-          resource: w.resource,
-          ...(w.namespace !== undefined && { namespace: w.namespace }),
-          ...(w.labelSelector !== undefined && { labelSelector: w.labelSelector }),
-          ...(w.fieldSelector !== undefined && { fieldSelector: w.fieldSelector }),
-          ...(w.strip !== undefined && { strip: w.strip }),
-        },
-        options,
-      ),
-    ),
+    ...watch.map((w) => {
+      const own$ = streams.get(w.name)!;
+      if (!w.referencedBy?.length) return own$;
+      const references$ = merge(...w.referencedBy.flatMap((r) => streams.get(r.set) ?? []));
+      return onDemandSet(api, { name: w.name, apiVersion: w.apiVersion, resource: w.resource, referencedBy: w.referencedBy, ...(w.strip !== undefined && { strip: w.strip }) }, own$, references$);
+    }),
   );
 }
 
