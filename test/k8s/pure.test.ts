@@ -1,7 +1,9 @@
 /** Unit tests of the pure parts of the Kubernetes integration. */
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
+import { loadControllerConfig } from '../../src/cli/load-config.ts';
 import { decodeControllerConfig } from '../../src/config/controller-config.ts';
+import { readTemplateDir } from '../../src/config/template-dir.ts';
 import { resourcePath } from '../../src/k8s/api.ts';
 import { backoffDelay } from '../../src/k8s/backoff.ts';
 import { configMapToRaw, rawToConfigMapData } from '../../src/k8s/config-map.ts';
@@ -76,6 +78,17 @@ describe('configMapToRaw', () => {
       assert.equal(raw.path, path);
       assert.match(raw.message, message);
     }
+  });
+
+  it('carries the shipped template library: folder → ConfigMap data → the same configuration', async () => {
+    const folder = await readTemplateDir(new URL('../../templates', import.meta.url).pathname);
+    assert.ok(folder.ok);
+    const data = rawToConfigMapData(folder.raw as Record<string, unknown>);
+    assert.ok(Object.keys(data).every((k) => /^[-._a-zA-Z0-9]+$/.test(k)), 'valid ConfigMap keys');
+    const back = configMapToRaw(cm(data), 'haprx-system/haprx');
+    assert.ok(back.ok);
+    assert.deepEqual(back.raw, folder.raw);
+    assert.ok(loadControllerConfig(back.raw).ok);
   });
 
   it('round-trips with rawToConfigMapData', () => {
