@@ -43,6 +43,10 @@ ${curl('shop.demo.local', '/apis')}          # web: /api is a path prefix, not a
 ${curl('shop.demo.local', '/status')}        # api-1 (exact path)
 ${curl('docs.demo.local', '/guide')}         # docs-1
 ${curl('unknown.local', '/')}                # 404 from the default backend
+${curl('gw.demo.local', '/')}                # Gateway API (gateway.yaml): web-1 / web-2
+  curl -s -H 'x-version: 2' -H 'Host: gw.demo.local' http://127.0.0.1:${HTTP_PORT}/   # api-1 (header match)
+${curl('gw.demo.local', '/manual/setup')}    # docs-1, path rewritten to /setup
+  curl -si -H 'Host: gw.demo.local' http://127.0.0.1:${HTTP_PORT}/old/page   # 301 to /new/page
 
 Then edit examples/demo/endpointslices.yaml: copy the web-2 slice as web-3 with port
 19005, and the new server is added at runtime, without a reload. Ctrl-C stops haprx,
