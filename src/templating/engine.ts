@@ -22,7 +22,10 @@
  *   an absent value is `undefined`.
  * - `h`: the helpers (see helpers.ts): file paths, `word`, `mapKey`,
  *   `identifier`, `sortBy`, `uniq`, `groupBy`, `keys`, `entries`, `b64decode`,
- *   `isHostname`, `isPath`, `fail`, `get`.
+ *   `isHostname`, `isPath`, `fail`, `get`; validators for cluster values
+ *   (`isIP`, `isCidr`, `isPort`, `isDuration`, `isHeaderName`, `isHeaderValue`,
+ *   `isRegex`, `tlsBundle`, `htpasswd`), escapes (`lfText`, `regexEscape`),
+ *   `digest`, and `warn` and `certFile` (below).
  * - `include(name, args)`: renders snippet `name` and returns its text, so it is
  *   written with `<%- include('backend', { svc }) %>`. Snippets come from the
  *   set, never from disk; an unknown name or an include cycle aborts. A snippet
