@@ -275,8 +275,12 @@ async function runRequests(loaded: LoadedConfig, fixture: Fixture, requests: Ass
     child = spawn(haproxyBin, ['-db', '-f', 'haproxy.cfg'], { cwd: dir, stdio: ['ignore', 'ignore', 'pipe'] });
     child.stderr!.setEncoding('utf8').on('data', (c: string) => (stderr += c));
     let gone = false;
-    const exited = new Promise<void>((r) => child!.once('exit', () => r()));
-    void exited.then(() => (gone = true));
+    child.once('exit', () => (gone = true));
+    // A binary that cannot be started is an outcome, not a crash.
+    child.once('error', (err) => {
+      stderr += err.message;
+      gone = true;
+    });
     const ports = [httpPort, ...(live.config.main.includes(`:${httpsPort} ssl`) ? [httpsPort] : []), ...listenerPorts.map((p) => p + portOffset)];
     const ready = await waitForPorts(ports.filter((p) => live.config.main.includes(`:${p}`)), 5_000, () => gone);
     if (!ready) return requests.map((a) => ({ assertion: label(a), ok: false, message: `haproxy did not start: ${stderr.trim().split('\n').slice(-3).join(' | ')}` }));
@@ -292,7 +296,7 @@ async function runRequests(loaded: LoadedConfig, fixture: Fixture, requests: Ass
     }
     return results;
   } finally {
-    if (child && child.exitCode === null) {
+    if (child && child.pid !== undefined && child.exitCode === null && child.signalCode === null) {
       const gone = new Promise((r) => child!.once('exit', r));
       child.kill('SIGKILL');
       await gone;
