@@ -181,7 +181,12 @@ export class DataplaneClient {
   /** `GET /v3/info`, once: the first call contacts the instance, later ones reuse the answer (a failure is retried next time). */
   info(signal?: AbortSignal): Promise<ApiInfo> {
     this.infoPromise ??= this.request('GET', '/info', { signal }).then((res) => {
-      const body = JSON.parse(res.text) as { api?: { version?: unknown; build_date?: unknown } };
+      let body: { api?: { version?: unknown; build_date?: unknown } };
+      try {
+        body = JSON.parse(res.text) as typeof body;
+      } catch {
+        throw new DataplaneError({ kind: 'protocol', method: 'GET', path: '/info', message: `GET /v3/info: ${this.origin} answered something other than JSON: is it a Data Plane API v3?` });
+      }
       const version = typeof body.api?.version === 'string' ? body.api.version : '';
       return { version, ...parseApiVersion(version), ...(typeof body.api?.build_date === 'string' ? { buildDate: body.api.build_date } : {}) };
     });

@@ -241,6 +241,10 @@ export class DataplaneTarget {
   private async adopt(config: RenderedConfig, version: number, ctx: Ctx): Promise<Deployed | undefined> {
     const raw = await this.client.request('GET', '/services/haproxy/configuration/raw', { signal: ctx.signal });
     const m = MARKER.exec(raw.text);
+    if (m && Number(m[2]) !== version) {
+      ctx.detail.drift = `the configuration haprx posted as version ${m[2]} is at version ${version}: someone else changed the instance, and this deployment overwrites the change`;
+      this.step('drift', ctx.detail.drift);
+    }
     if (!m || m[1] !== config.hash || Number(m[2]) !== version) return undefined;
     const placed = placeFiles(config, this.prefix);
     if ('error' in placed) return undefined;

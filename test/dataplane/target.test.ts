@@ -215,6 +215,14 @@ describe('DataplaneTarget against the Data Plane API double (real haproxy)', () 
       const back = await target.deploy(current);
       assert.equal(back.ok, true, back.error);
       assert.match(back.detail?.drift ?? '', /not \d+ as haprx left it/);
+      // A target that knows nothing finds haprx's marker at another version: drift too.
+      await double.foreignChange('# a comment from another client', false);
+      const third = new DataplaneTarget({ baseUrl: double.url, ...AUTH, reloadPollMs: 25 });
+      const overwritten = await third.deploy(current);
+      await third.close();
+      assert.equal(overwritten.ok, true, overwritten.error);
+      assert.equal(overwritten.detail?.mode, 'reload');
+      assert.match(overwritten.detail?.drift ?? '', /posted as version \d+ is at version \d+: someone else changed the instance/);
     } finally {
       await fresh.close();
     }
