@@ -4,7 +4,7 @@
  */
 import assert from 'node:assert/strict';
 import { type ChildProcess, spawn } from 'node:child_process';
-import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { cp, mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
@@ -44,6 +44,7 @@ interface LogRecord {
 describe('haprx local (e2e)', () => {
   let dir: string;
   let manifests: string;
+  let templates: string;
   let stateDir: string;
   let port: number;
   let haprx: ChildProcess;
@@ -72,6 +73,8 @@ describe('haprx local (e2e)', () => {
   before(async () => {
     dir = await mkdtemp(join(tmpdir(), 'haprx-e2e-'));
     manifests = join(dir, 'manifests');
+    templates = join(dir, 'templates');
+    await cp(join(ROOT, 'templates'), templates, { recursive: true });
     stateDir = join(dir, 'state');
     await mkdir(manifests);
     for (const name of ['web1', 'web2', 'web3', 'api1', 'docs1']) echo[name] = await startEcho(name);
@@ -91,7 +94,7 @@ describe('haprx local (e2e)', () => {
     );
     haprx = spawn(
       process.execPath,
-      ['bin/haprx.js', 'local', manifests, '--templates', 'templates', '--state-dir', stateDir, '--set', `httpPort=${port}`, '--set', 'bindAddress=127.0.0.1', '--health-port', '0', '--metrics-port', '0'],
+      ['bin/haprx.js', 'local', manifests, '--templates', templates, '--state-dir', stateDir, '--set', `httpPort=${port}`, '--set', 'bindAddress=127.0.0.1', '--health-port', '0', '--metrics-port', '0'],
       { cwd: ROOT, stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, HAPRX_LOG_LEVEL: 'debug' } },
     );
     let partial = '';
@@ -134,8 +137,9 @@ describe('haprx local (e2e)', () => {
     assert.equal(await reloads(), before, 'no reload');
     const deployed = deployments().slice(count);
     assert.ok(deployed.length >= 1 && deployed.every((d) => d.reloaded === false), JSON.stringify(deployed));
-    // Debounce 500 ms, then render, validate and a runtime change: well under 2 s.
-    assert.ok(latency < 3_000, `${latency} ms from the edit to traffic`);
+    // Debounce 500 ms, then render, validate and a runtime change; bench/endpoint-latency.ts
+    // measures it, this only guards against the change waiting for something else.
+    assert.ok(latency < 10_000, `${latency} ms from the edit to traffic`);
   });
 
   it('reloads exactly once for a new Ingress with a new backend', async () => {
@@ -147,12 +151,19 @@ describe('haprx local (e2e)', () => {
   });
 
   it('rejects a change haproxy refuses, keeps serving the last good config, and recovers when the file is fixed', async () => {
+    // The shipped templates skip bad values from the cluster, so the bad change is a template edit.
+    const main = join(templates, 'haproxy.cfg');
+    const good = await readFile(main, 'utf8');
+    assert.match(good, /^defaults$/m);
     const count = logs.length;
-    await writeFile(join(manifests, 'bad.yaml'), slice('web-bad', 'web', echo.web3!.port, ['300.1.1.1']));
+    await writeFile(main, good.replace(/^defaults$/m, 'defaults\n  bogus-directive'));
     const refused = await until('the refusal', () => logs.slice(count).find((l) => l.msg.startsWith('configuration refused by haproxy')));
-    assert.match(refused.msg, /haproxy\.cfg:\d+: .*300\.1\.1\.1/);
+    assert.match(refused.msg, /haproxy\.cfg:\d+: .*unknown keyword 'bogus-directive'/);
     assert.equal(await body('shop.test', '/api'), 'api1', 'still serving');
-    await writeFile(join(manifests, 'bad.yaml'), slice('web-bad', 'web', echo.web3!.port, ['127.0.0.1']));
+    await writeFile(join(manifests, 'more.yaml'), slice('web-c', 'web', echo.web3!.port));
+    await new Promise((r) => setTimeout(r, 1_500));
+    assert.notEqual(await body('shop.test'), 'web3', 'nothing deploys while the templates are broken');
+    await writeFile(main, good);
     await until('traffic on web3', async () => {
       for (let i = 0; i < 4; i++) if ((await body('shop.test')) === 'web3') return true;
       return undefined;
