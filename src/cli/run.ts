@@ -252,7 +252,8 @@ export function startInCluster(options: InClusterOptions): RunningController {
         // Unsubscribing stops the rest (validations, watches, timers).
         for (const s of subscriptions) s.unsubscribe();
         await elector.stop();
-        await recorder.stop();
+        // Pending Event series are worth a moment, not a missed grace period.
+        await Promise.race([recorder.stop(), new Promise((resolve) => setTimeout(resolve, 2_000).unref())]);
         const closing = [...targets.values()].map((t) => t.target.close?.().catch(() => undefined));
         targets.clear();
         await Promise.all(closing);
@@ -439,6 +440,8 @@ Options (environment variable in brackets):
     await running.stop();
     await obs.close();
     log.info('stopped');
+    // A request still waiting on an unresponsive API server must not hold the exit.
+    setTimeout(() => process.exit(0), 1_000).unref();
     return 0;
   },
 };

@@ -22,6 +22,8 @@ export interface EventRecorderOptions {
   now?: () => number;
   /** A failure to write an Event, for the log. */
   onNotice?: (message: string) => void;
+  /** Per API request; Events must never hold anything up for long. Default 5 s. */
+  requestTimeoutMs?: number;
 }
 
 interface Written {
@@ -53,6 +55,10 @@ export class EventRecorder {
     const flushMs = options.limits?.seriesFlushMs ?? 30_000;
     this.timer = setInterval(() => this.flushSeries(), Math.max(50, Math.floor(flushMs / 2)));
     this.timer.unref();
+  }
+
+  private get timeoutMs(): number {
+    return this.options.requestTimeoutMs ?? 5_000;
   }
 
   /** Events dropped by the rate limit so far. */
@@ -108,7 +114,7 @@ export class EventRecorder {
       note: event.note,
       regarding,
     };
-    const result = await this.api.request<Record<string, unknown>>('POST', { apiVersion: 'events.k8s.io/v1', resource: 'events', namespace: this.options.namespace }, { body });
+    const result = await this.api.request<Record<string, unknown>>('POST', { apiVersion: 'events.k8s.io/v1', resource: 'events', namespace: this.options.namespace }, { body, timeoutMs: this.timeoutMs });
     if (result.ok) this.written.set(key, { name, body: result.body });
     else this.options.onNotice?.(`cannot create the ${event.reason} Event: ${result.message}`);
   }
@@ -118,10 +124,11 @@ export class EventRecorder {
     if (!written) return;
     const ref = { apiVersion: 'events.k8s.io/v1', resource: 'events', namespace: this.options.namespace, name: written.name };
     const series = { count, lastObservedTime: microTime(lastObservedAt) };
-    let result = await this.api.request<Record<string, unknown>>('PUT', ref, { body: { ...written.body, series } });
+    const timeoutMs = this.timeoutMs;
+    let result = await this.api.request<Record<string, unknown>>('PUT', ref, { body: { ...written.body, series }, timeoutMs });
     if (!result.ok && result.status === 409) {
-      const fresh = await this.api.request<Record<string, unknown>>('GET', ref);
-      if (fresh.ok) result = await this.api.request<Record<string, unknown>>('PUT', ref, { body: { ...fresh.body, series } });
+      const fresh = await this.api.request<Record<string, unknown>>('GET', ref, { timeoutMs });
+      if (fresh.ok) result = await this.api.request<Record<string, unknown>>('PUT', ref, { body: { ...fresh.body, series }, timeoutMs });
     }
     if (result.ok) this.written.set(key, { name: written.name, body: result.body });
     else {

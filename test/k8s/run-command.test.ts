@@ -90,6 +90,18 @@ describe('haprx run', () => {
     assert.equal(await exited(c), 0, output);
   });
 
+  it('exits within its bounds on SIGTERM when the API server has stopped answering', async () => {
+    const c = run(['--kubeconfig', kubeconfig, '--configmap', 'edge-config', '--credentials-secret', 'edge-dp', '--lease', 'edge-leader', '--identity', 'cli-2', '--drain-timeout', '1s']);
+    await until('the lease held', () => holder('edge', 'edge-leader') === 'cli-2', 15_000);
+    double.hang();
+    await new Promise((r) => setTimeout(r, 300));
+    const t0 = Date.now();
+    c.kill('SIGTERM');
+    assert.equal(await exited(c), 0, output);
+    const took = Date.now() - t0;
+    assert.ok(took < 6_000, `exited ${took} ms after SIGTERM`);
+  });
+
   it('refuses bad flags with exit status 2', async () => {
     const c = run(['--kubeconfig', kubeconfig, '--renew-deadline', '2s', '--lease-duration', '1s']);
     assert.equal(await exited(c), 2);

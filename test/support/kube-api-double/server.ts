@@ -29,7 +29,7 @@
  *
  * Faults for tests: end watches cleanly, drop their connections, stall them (held
  * open, silent, as a dead TCP connection), compact the history, fail the next
- * matching requests with a status.
+ * matching requests with a status, stop answering altogether.
  */
 import { randomUUID } from 'node:crypto';
 import { type IncomingMessage, type Server, type ServerResponse, createServer } from 'node:http';
@@ -148,6 +148,8 @@ export class KubeApiDouble {
   private rv = 1;
   private compactedRv = 0;
   private listeningPort = 0;
+  private hanging = false;
+  private readonly held: ServerResponse[] = [];
 
   private constructor(options: KubeApiDoubleOptions) {
     const { tls, ...rest } = options;
@@ -184,6 +186,7 @@ export class KubeApiDouble {
 
   async stop(): Promise<void> {
     for (const table of this.tables.values()) for (const w of table.watchers) this.closeWatcher(w, 'end');
+    for (const res of this.held.splice(0)) res.socket?.destroy();
     this.server.closeAllConnections();
     await new Promise<void>((resolve) => this.server.close(() => resolve()));
   }
@@ -259,6 +262,12 @@ export class KubeApiDouble {
     this.faults.push({ method: '', path: /.*/, watch: undefined as unknown as boolean, times: 1, token: '', ...fault });
   }
 
+  /** From now on no request is answered, and open watches go silent: an API server that hangs. */
+  hang(): void {
+    this.hanging = true;
+    this.stallWatches();
+  }
+
   /** Forgets the faults not yet used up. */
   clearFaults(): void {
     this.faults.length = 0;
@@ -285,6 +294,10 @@ export class KubeApiDouble {
     const watch = query.watch === 'true' || query.watch === '1';
     const method = req.method ?? 'GET';
     this.requests.push({ method, path: url.pathname, query, watch, at: Date.now() });
+    if (this.hanging) {
+      this.held.push(res);
+      return;
+    }
 
     const token = /^Bearer (.+)$/.exec(req.headers.authorization ?? '')?.[1];
     if (this.options.token && !(token === this.options.token || (token !== undefined && this.options.tokens.includes(token)))) {
