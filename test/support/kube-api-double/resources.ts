@@ -86,4 +86,6 @@ export const BUILT_IN: readonly ResourceType[] = [
   type('events.k8s.io', 'v1', 'events', 'Event', { validate: validateEvent }),
   type('gateway.networking.k8s.io', 'v1', 'httproutes', 'HTTPRoute', { statusSubresource: true }),
   type('gateway.networking.k8s.io', 'v1', 'gateways', 'Gateway', { statusSubresource: true }),
+  type('gateway.networking.k8s.io', 'v1', 'gatewayclasses', 'GatewayClass', { namespaced: false, statusSubresource: true }),
+  type('gateway.networking.k8s.io', 'v1beta1', 'referencegrants', 'ReferenceGrant'),
 ];
