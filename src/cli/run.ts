@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { hostname } from 'node:os';
 import { parseArgs } from 'node:util';
-import { BehaviorSubject, type MonoTypeOperatorFunction, Observable, type Subscription, combineLatest, defer, distinctUntilChanged, map, merge, of, tap } from 'rxjs';
+import { BehaviorSubject, type MonoTypeOperatorFunction, NEVER, Observable, Subject, type Subscription, combineLatest, defer, distinctUntilChanged, map, merge, of, tap } from 'rxjs';
 import type { ControllerConfig } from '../config/controller-config.ts';
 import { DEFAULT_SETTINGS } from '../config/controller-config.ts';
 import type { RawConfig } from '../config/template-dir.ts';
@@ -150,7 +150,10 @@ export function startInCluster(options: InClusterOptions): RunningController {
     targets.set(endpoint.id, { address: endpoint.address, target });
     return target;
   };
+  const settled = new Subject<void>();
   const deployTo = (endpoint: Endpoint, deployment: Deployment): Observable<InstanceOutcome> => {
+    // Stopping: nothing new starts (the graph is torn down right after).
+    if (stopping$.value) return NEVER;
     const current = credentials;
     if (!current.ok) return of({ ok: false, reloaded: false, runtimeOps: 0, error: current.message });
     const target = targetFor(endpoint, current);
@@ -166,7 +169,10 @@ export function startInCluster(options: InClusterOptions): RunningController {
           },
           (err: unknown) => subscriber.error(err),
         )
-        .finally(() => deploying.delete(abort));
+        .finally(() => {
+          deploying.delete(abort);
+          settled.next();
+        });
       return () => abort.abort();
     });
   };
@@ -211,15 +217,8 @@ export function startInCluster(options: InClusterOptions): RunningController {
     },
   });
 
-  // Deployments in flight, so that a stop can wait for them.
-  let inFlight = 0;
-  const settled = new BehaviorSubject(0);
   subscriptions.push(
     events$.subscribe((event) => {
-      if (event.type === 'ConfigAccepted') inFlight = 0;
-      else if (event.type === 'DeploymentStarted') inFlight++;
-      else if (event.type === 'DeploymentCompleted') inFlight = Math.max(0, inFlight - 1);
-      settled.next(inFlight);
       observer?.record(event);
       const clusterEvent = clusterEventFor(event);
       if (clusterEvent) recorder.record(clusterEvent);
@@ -234,15 +233,15 @@ export function startInCluster(options: InClusterOptions): RunningController {
       (stopped ??= (async () => {
         stopping$.next(true);
         const drainMs = options.drainTimeoutMs ?? 20_000;
+        // Waits for the target calls in flight, whichever graph started them.
         const drained = await new Promise<boolean>((resolve) => {
-          if (inFlight === 0) return resolve(true);
+          if (deploying.size === 0) return resolve(true);
           const timer = setTimeout(() => resolve(false), drainMs);
-          const sub = settled.subscribe((n) => {
-            if (n === 0) {
-              clearTimeout(timer);
-              queueMicrotask(() => sub.unsubscribe());
-              resolve(true);
-            }
+          const sub = settled.subscribe(() => {
+            if (deploying.size > 0) return;
+            clearTimeout(timer);
+            queueMicrotask(() => sub.unsubscribe());
+            resolve(true);
           });
         });
         if (!drained) {

@@ -221,11 +221,16 @@ describe('in-cluster controller', () => {
     slow = true;
     double.create('v1', 'services', service('in-flight'));
     await until('the deployment started', () => a.events.filter((e) => e.type === 'DeploymentStarted').length === 2);
+    // Another change waits behind it in the scheduler.
+    double.create('v1', 'services', service('queued'));
+    await until('the queued configuration validated', () => a.events.some((e) => e.type === 'Validated' && e.config.main.includes('queued')));
     const t0 = Date.now();
     await a.running.stop();
     running.splice(running.indexOf(a), 1);
-    assert.ok(Date.now() - t0 >= 300, 'waited for the deployment in flight');
+    assert.ok(Date.now() - t0 >= 200, 'waited for the deployment in flight');
     assert.equal(deployed.filter((d) => d.main.includes('in-flight')).length, 2, 'it completed');
+    await sleep(500);
+    assert.ok(!deployed.some((d) => d.main.includes('queued')), 'nothing new started once stopping');
     const lease = double.get('coordination.k8s.io/v1', 'leases', NS, LEASE)!.spec as { holderIdentity?: string };
     assert.equal(lease.holderIdentity, '');
   });
