@@ -1,5 +1,6 @@
 import { JSONPath } from 'jsonpath-plus';
 import { type KubeObject, type ResourceChange, objectKey } from './resource.ts';
+import { seal, sealList } from './sealed.ts';
 
 /** Fields dropped before an object is stored: large, never useful to a template. */
 export const DEFAULT_STRIP = ['metadata.managedFields', 'metadata.annotations.kubectl.kubernetes.io/last-applied-configuration'];
@@ -25,6 +26,11 @@ export interface ResourceView {
 }
 
 const SEP = '\u0000';
+const EMPTY: readonly KubeObject[] = sealList([]);
+
+function sortedValues(entries: Map<string, KubeObject>): KubeObject[] {
+  return [...entries.entries()].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)).map(([, o]) => o);
+}
 
 /**
  * The objects of one watched resource set, keyed by namespace/name and indexed by
@@ -39,7 +45,9 @@ export class Store implements ResourceView {
   private readonly indexKeysOf = new Map<string, string[]>();
   private readonly indexBy: readonly string[];
   private readonly strip: readonly string[];
-  private sorted: KubeObject[] | undefined;
+  private sorted: readonly KubeObject[] | undefined;
+  /** get() results per index key, sorted and sealed; dropped when the bucket changes. */
+  private readonly sortedBuckets = new Map<string, readonly KubeObject[]>();
 
   constructor(name: string, options: StoreOptions = {}) {
     this.name = name;
@@ -76,14 +84,19 @@ export class Store implements ResourceView {
   }
 
   list(): readonly KubeObject[] {
-    this.sorted ??= [...this.objects.entries()].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)).map(([, o]) => o);
+    this.sorted ??= sealList(sortedValues(this.objects));
     return this.sorted;
   }
 
   get(...keys: string[]): readonly KubeObject[] {
-    const hits = this.index.get(keys.join(SEP));
-    if (!hits) return [];
-    return [...hits.entries()].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)).map(([, o]) => o);
+    const key = keys.join(SEP);
+    let sorted = this.sortedBuckets.get(key);
+    if (sorted === undefined) {
+      const hits = this.index.get(key);
+      sorted = hits ? sealList(sortedValues(hits)) : EMPTY;
+      this.sortedBuckets.set(key, sorted);
+    }
+    return sorted;
   }
 
   first(...keys: string[]): KubeObject | undefined {
@@ -96,7 +109,7 @@ export class Store implements ResourceView {
     const rv = raw.metadata.resourceVersion;
     if (previous && rv !== undefined && previous.metadata.resourceVersion === rv) return false;
     if (previous) this.unindex(key);
-    const object = stripFields(raw, this.strip);
+    const object = seal(stripFields(raw, this.strip));
     this.objects.set(key, object);
     const indexKeys = indexKeysFor(object, this.indexBy);
     this.indexKeysOf.set(key, indexKeys);
@@ -104,6 +117,7 @@ export class Store implements ResourceView {
       let bucket = this.index.get(k);
       if (!bucket) this.index.set(k, (bucket = new Map()));
       bucket.set(key, object);
+      this.sortedBuckets.delete(k);
     }
     this.sorted = undefined;
     return true;
@@ -118,6 +132,7 @@ export class Store implements ResourceView {
 
   private unindex(key: string): void {
     for (const k of this.indexKeysOf.get(key) ?? []) {
+      this.sortedBuckets.delete(k);
       const bucket = this.index.get(k);
       bucket?.delete(key);
       if (bucket?.size === 0) this.index.delete(k);

@@ -40,6 +40,8 @@ export interface LocatableTemplate {
   readonly options: Options;
 }
 
+const FROZEN_WRITE = /read only property|not extensible|Cannot (add|delete|assign to) property|Cannot redefine property|object is frozen/i;
+export const READ_ONLY_HINT = 'resources and values are read-only in templates; copy before changing, e.g. [...list].sort()';
 const NOT_ANNOTATABLE = 'the template threw a value that is not an extensible Error object; use h.fail(message) or throw new Error(message)';
 
 /** The value as a TemplateFault, if it is one; never throws. */
@@ -65,7 +67,9 @@ export function faultFrom(thrown: unknown, template: LocatableTemplate): Templat
     const line = exactLine(thrown, template) ?? annotated.line;
     if (thrown instanceof TemplateAbort) return new TemplateFault({ template: label, line, message: thrown.reason });
     const name = typeof thrown.name === 'string' && thrown.name !== 'Error' ? `${thrown.name}: ` : '';
-    return new TemplateFault({ template: label, line, message: `${name}${original}` || 'Error' });
+    // Stored objects are frozen: say why the write failed and what to do instead.
+    const hint = thrown instanceof TypeError && FROZEN_WRITE.test(original) ? ` (${READ_ONLY_HINT})` : '';
+    return new TemplateFault({ template: label, line, message: `${name}${original}${hint}` || 'Error' });
   } catch {
     return new TemplateFault({ template: label, message: NOT_ANNOTATABLE });
   }

@@ -1,6 +1,8 @@
 import type { KubeObject } from '../k8s/resource.ts';
+import { isSealed } from '../k8s/sealed.ts';
 import type { ResourceView } from '../k8s/store.ts';
 import { abort, describeValue } from './abort.ts';
+import { READ_ONLY_HINT } from './locate.ts';
 
 /**
  * Templates see stored objects and user values through read-only views:
@@ -15,7 +17,7 @@ const views = new WeakMap<object, object>();
 const isView = new WeakSet<object>();
 
 function denied(): never {
-  return abort('resources and values are read-only in templates; copy before changing, e.g. [...list].sort()');
+  return abort(READ_ONLY_HINT);
 }
 
 const handler: ProxyHandler<object> = {
@@ -46,7 +48,8 @@ const handler: ProxyHandler<object> = {
 };
 
 export function readOnly<T>(value: T): T {
-  if (value === null || typeof value !== 'object' || isView.has(value)) return value;
+  // Sealed store objects are immutable with sorted keys already: no view needed.
+  if (value === null || typeof value !== 'object' || isView.has(value) || isSealed(value)) return value;
   let view = views.get(value);
   if (!view) {
     view = new Proxy(value, handler);

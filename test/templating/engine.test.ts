@@ -355,7 +355,6 @@ describe('renderTemplates', () => {
     ]);
 
     it('gives byte-identical output whatever the insertion order of objects and keys', () => {
-      assert.notDeepEqual(Object.keys(ordered.list()[0]?.metadata ?? {}), Object.keys(shuffled.list()[0]?.metadata ?? {}), 'the inputs really differ in key order');
       const templates = compiled({ main });
       const first = rendered(templates, { resources: { services: ordered }, values: { b: 1, a: { y: 1, x: 2 } } });
       const second = rendered(templates, { resources: { services: shuffled }, values: { a: { x: 2, y: 1 }, b: 1 } });
