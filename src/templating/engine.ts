@@ -240,7 +240,7 @@ export function renderTemplates(templates: CompiledTemplates, input: RenderInput
   try {
     const snippetEscape = snippetEscapes.get(templates);
     if (!snippetEscape || !session) return { ok: false, error: { template: current, message: 'templates must come from compileTemplates' } };
-    const collected: RenderSession = { warnings: new Map(), certs: new Map() };
+    const collected: RenderSession = { warnings: new Map(), certs: new Map(), once: new Map() };
     session.current = collected;
     const active: string[] = [];
     const context: Record<string, unknown> = {

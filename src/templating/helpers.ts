@@ -60,6 +60,12 @@ export interface Helpers {
    */
   warn(subject: unknown, message: unknown): string;
   /**
+   * Computes a value once per render and returns the same value to every later
+   * call with that key, from any template: a model that several templates share
+   * (routes for haproxy.cfg and the maps) is built once.
+   */
+  once(key: unknown, compute: unknown): unknown;
+  /**
    * Adds a certificate file `ssl/<name>` with this content to the render and
    * returns its path. Registering the same name again with the same content
    * is a no-op; with other content, or a name a certificate template has, it
@@ -110,6 +116,8 @@ export interface RenderWarning {
 export interface RenderSession {
   warnings: Map<string, RenderWarning>;
   certs: Map<string, string>;
+  /** Values computed once per render and shared by its templates (h.once). */
+  once: Map<string, unknown>;
 }
 
 /** A property path (as for get) or a function of the item. */
@@ -154,6 +162,13 @@ export function createHelpers(known: KnownFiles, session: () => RenderSession | 
       const key = JSON.stringify([warning.object ?? '', warning.message]);
       if (!open.warnings.has(key)) open.warnings.set(key, warning);
       return '';
+    },
+    once: (key, compute) => {
+      const open = session() ?? abort('once() caches within a render, and no render is running');
+      if (typeof key !== 'string') abort(`once(): the key must be a string, got ${describeValue(key)}`);
+      if (typeof compute !== 'function') abort(`once(): expected a function to compute ${JSON.stringify(key)}`);
+      if (!open.once.has(key)) open.once.set(key, (compute as () => unknown)());
+      return open.once.get(key);
     },
     certFile: (name, content) => {
       const open = session() ?? abort('certFile() adds to a render, and no render is running');

@@ -475,6 +475,30 @@ describe('render warnings and added certificate files', () => {
     assert.deepEqual(second.warnings, []);
   });
 
+  it('computes an h.once value once per render, shared by every template, and afresh in the next render', () => {
+    let computed = 0;
+    const model = () => {
+      computed++;
+      return { n: computed };
+    };
+    const templates = compiled({
+      main: "<%= h.once('model', values.model).n %>\n<%- include('again') %>",
+      maps: { 'a.map': "k <%= h.once('model', values.model).n %>\n" },
+      snippets: { again: "<%= h.once('model', values.model).n %>" },
+    });
+    const first = renderTemplates(templates, { resources: {}, values: { model } });
+    assert.ok(first.ok);
+    assert.equal(first.config.main, '1\n1');
+    assert.equal(first.config.maps['a.map'], 'k 1\n');
+    const second = renderTemplates(templates, { resources: {}, values: { model } });
+    assert.ok(second.ok);
+    assert.equal(second.config.main, '2\n2');
+    assert.equal(computed, 2);
+    const bad = renderTemplates(compiled({ main: "<% h.once('k', 3) %>" }), { resources: {}, values: {} });
+    assert.ok(!bad.ok);
+    assert.match(bad.error.message, /expected a function/);
+  });
+
   it('adds h.certFile files to the certificates, beside the templates, and returns their path', () => {
     const templates = compiled({
       main: "bind :443 ssl crt-list <%= h.certFile('list.txt', h.certFile('a.pem', 'A\\n') + ' a.example\\n') %>\n",
