@@ -59,6 +59,17 @@ describe('render', () => {
     });
   });
 
+  it('carries the warnings of a render that skipped invalid objects', () => {
+    marbles().run(({ cold, expectObservable }) => {
+      const reconciles = cold<Reconcile>('a-b', { a: reconcileNo(1), b: reconcileNo(2) });
+      const warnings = [{ object: 'Ingress shop/bad', message: 'host "a b" is not a hostname' }];
+      const events = render(reconciles, {
+        render: (r) => cold('r|', { r: { ok: true, config: configNamed(`c${r.seq}`), warnings: r.seq === 1 ? warnings : [] } }),
+      });
+      expectObservable(events.pipe(map((e) => (e.type === 'Rendered' ? e.warnings : e.type)))).toBe('a-b', { a: warnings, b: undefined });
+    });
+  });
+
   it('measures the render in scheduler time', () => {
     marbles().run(({ cold, expectObservable }) => {
       const reconciles = cold<Reconcile>('a', { a: reconcileNo(1) });

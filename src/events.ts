@@ -48,6 +48,13 @@ export interface RenderError {
   message: string;
 }
 
+/** An object a template skipped, or a value it ignored, and why; the render went on. */
+export interface RenderWarning {
+  /** `Kind namespace/name`, when the warning is about an object. */
+  object?: string;
+  message: string;
+}
+
 export interface ValidationProblem {
   /** 'haproxy.cfg' or the auxiliary file's relative path. */
   file: string;
@@ -62,6 +69,11 @@ export interface InstanceOutcome {
   reloaded: boolean;
   runtimeOps: number;
   error?: string;
+  /**
+   * Set when someone else had changed the instance since haprx last deployed to it;
+   * the deployment overwrote that change.
+   */
+  drift?: string;
 }
 
 export interface InstanceResult extends InstanceOutcome {
@@ -75,7 +87,7 @@ export type ControllerEvent =
   /** A resource source could not read something; the stores keep what they had. */
   | { type: 'SourceProblem'; source: string; resource?: string; line?: number; message: string }
   | { type: 'ReconcileTriggered'; reconcile: Reconcile }
-  | { type: 'Rendered'; reconcile: Reconcile; config: RenderedConfig; durationMs: number }
+  | { type: 'Rendered'; reconcile: Reconcile; config: RenderedConfig; durationMs: number; warnings?: readonly RenderWarning[] }
   | { type: 'RenderFailed'; reconcile: Reconcile; error: RenderError; durationMs: number }
   /** The render produced the configuration already rendered last: nothing further to do. */
   | { type: 'RenderUnchanged'; reconcile: Reconcile; hash: string; durationMs: number }

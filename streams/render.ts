@@ -1,8 +1,8 @@
 import { type Observable, type SchedulerLike, asyncScheduler, catchError, defer, filter, map, of, switchMap } from 'rxjs';
-import type { ControllerEvent, Reconcile, RenderError } from '../src/events.ts';
+import type { ControllerEvent, Reconcile, RenderError, RenderWarning } from '../src/events.ts';
 import type { RenderedConfig } from '../src/templating/rendered.ts';
 
-export type RenderOutcome = { ok: true; config: RenderedConfig } | { ok: false; error: RenderError };
+export type RenderOutcome = { ok: true; config: RenderedConfig; warnings?: readonly RenderWarning[] } | { ok: false; error: RenderError };
 
 export type RenderEvent = Extract<ControllerEvent, { type: 'Rendered' | 'RenderFailed' | 'RenderUnchanged' }>;
 
@@ -31,7 +31,8 @@ export function render(reconciles$: Observable<Reconcile>, deps: RenderDeps): Ob
             if (!outcome.ok) return { type: 'RenderFailed', reconcile, error: outcome.error, durationMs };
             if (outcome.config.hash === lastHash) return { type: 'RenderUnchanged', reconcile, hash: lastHash, durationMs };
             lastHash = outcome.config.hash;
-            return { type: 'Rendered', reconcile, config: outcome.config, durationMs };
+            const warnings = outcome.warnings ?? [];
+            return { type: 'Rendered', reconcile, config: outcome.config, durationMs, ...(warnings.length > 0 && { warnings }) };
           }),
         );
       }),

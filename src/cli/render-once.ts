@@ -38,6 +38,7 @@ export async function renderOnce(manifests: string, templates: string, values: R
   }
   const result = renderTemplates(compiled, { resources: Object.fromEntries(stores), values: { ...config.values, ...values } });
   if (!result.ok) return { ok: false, stage: 'render', message: describeRenderError(result.error), problems };
+  for (const w of result.warnings) problems.push(w.object ? `${w.object}: ${w.message}` : w.message);
   return { ok: true, config: result.config, problems };
 }
 

@@ -37,8 +37,14 @@ export function logLine(event: ControllerEvent): LogLine {
         fields: { reconcile: seq, reason: cause.reason, changes: cause.changes.length },
       };
     }
-    case 'Rendered':
-      return { level: 'debug', msg: `rendered in ${event.durationMs} ms`, fields: { reconcile: event.reconcile.seq, hash: event.config.hash.slice(0, 12), durationMs: event.durationMs } };
+    case 'Rendered': {
+      const fields = { reconcile: event.reconcile.seq, hash: event.config.hash.slice(0, 12), durationMs: event.durationMs };
+      const warnings = event.warnings ?? [];
+      if (warnings.length === 0) return { level: 'debug', msg: `rendered in ${event.durationMs} ms`, fields };
+      const shown = warnings.slice(0, MAX_PROBLEMS).map((w) => (w.object ? `${w.object}: ${w.message}` : w.message));
+      const more = warnings.length > MAX_PROBLEMS ? ` (and ${warnings.length - MAX_PROBLEMS} more)` : '';
+      return { level: 'warn', msg: `rendered in ${event.durationMs} ms, skipping what is invalid: ${shown.join('; ')}${more}`, fields: { ...fields, warnings: warnings.length } };
+    }
     case 'RenderUnchanged':
       return { level: 'debug', msg: 'rendered, nothing changed', fields: { reconcile: event.reconcile.seq, durationMs: event.durationMs } };
     case 'RenderFailed': {

@@ -96,6 +96,10 @@ describe('logs', () => {
         changes: ['a', 'b', 'c', 'd', 'e'].map((name) => ({ resource: 'services', type: 'upsert' as const, kind: 'Service', namespace: 'shop', name })),
       },
     };
+    const rendered = { type: 'Rendered' as const, reconcile, config: sealRendered({ main: '', maps: {}, files: {}, certs: {} }), durationMs: 12 };
+    assert.deepEqual([logLine(rendered).level, logLine(rendered).msg], ['debug', 'rendered in 12 ms']);
+    const warned = logLine({ ...rendered, warnings: [{ object: 'Ingress shop/bad', message: 'bad host' }, { message: 'port 0 ignored' }] });
+    assert.deepEqual([warned.level, warned.msg], ['warn', 'rendered in 12 ms, skipping what is invalid: Ingress shop/bad: bad host; port 0 ignored']);
     assert.equal(logLine({ type: 'ReconcileTriggered', reconcile }).msg, 'reconcile #4 (resources: upsert Service shop/a, upsert Service shop/b, upsert Service shop/c and 2 more)');
     const problem = logLine({ type: 'SourceProblem', source: 'bad.yaml', line: 3, message: 'Nested mappings are not allowed at line 3:\n\n  password: a: b\n' });
     assert.equal(problem.msg, 'bad.yaml:3: Nested mappings are not allowed at line 3:');
