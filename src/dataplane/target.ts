@@ -197,7 +197,7 @@ export class DataplaneTarget {
     const finish = (outcome: InstanceOutcome): DataplaneOutcome => {
       detail.durationMs = Date.now() - started;
       if (this.pendingDeletes.size > 0) detail.pendingDeletes = [...this.pendingDeletes.keys()];
-      return { ...outcome, detail };
+      return { ...outcome, ...(detail.drift !== undefined && { drift: detail.drift }), detail };
     };
     try {
       if (signal?.aborted) throw new Aborted('aborted before it started');

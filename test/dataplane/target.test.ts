@@ -237,6 +237,7 @@ describe('DataplaneTarget against the Data Plane API double (real haproxy)', () 
     assert.equal(outcome.ok, true, outcome.error);
     assert.equal(outcome.reloaded, true);
     assert.match(outcome.detail?.drift ?? '', /someone else changed the instance/);
+    assert.equal(outcome.drift, outcome.detail?.drift, 'the outcome carries the drift to the event stream');
     assert.doesNotMatch(await raw(), /be_foreign/);
     assert.equal(await reloads(), before + 1);
     // The next deployment sees no drift.
