@@ -1,15 +1,21 @@
-import { localCommand } from './local.ts';
-import { renderCommand, validateCommand } from './oneshot.ts';
-
 export interface Command {
+  /** One line for `haprx --help`; main.ts lists it without loading the command. */
   summary: string;
   usage: string;
   run(argv: string[]): Promise<number>;
 }
 
-const commands: Record<string, Command> = { local: localCommand, render: renderCommand, validate: validateCommand };
-commands.test = (await import('./test-command.ts')).testCommand;
-commands.run = (await import('./run.ts')).runCommand;
+/**
+ * Commands load on demand: `haprx local` never loads the Kubernetes client, which
+ * alone would add tens of MiB to the process.
+ */
+const commands: Record<string, { summary: string; load: () => Promise<Command> }> = {
+  run: { summary: 'run the controller in a Kubernetes cluster, deploying through the Data Plane API', load: async () => (await import('./run.ts')).runCommand },
+  local: { summary: 'run the controller on a folder of manifests, driving a local haproxy', load: async () => (await import('./local.ts')).localCommand },
+  render: { summary: 'render a folder of manifests once, to files', load: async () => (await import('./oneshot.ts')).renderCommand },
+  validate: { summary: 'render a folder of manifests once and check it with haproxy -c', load: async () => (await import('./oneshot.ts')).validateCommand },
+  test: { summary: "run a template library's fixture tests", load: async () => (await import('./test-command.ts')).testCommand },
+};
 
 const USAGE = `haprx: keeps HAProxy configured from Kubernetes state
 
@@ -29,11 +35,12 @@ export async function main(argv: string[]): Promise<number> {
     process.stdout.write(USAGE);
     return name === undefined ? 2 : 0;
   }
-  const command = commands[name];
-  if (!command) {
+  const entry = commands[name];
+  if (!entry) {
     process.stderr.write(`haprx: unknown command "${name}"\n\n${USAGE}`);
     return 2;
   }
+  const command = await entry.load();
   if (rest.includes('--help') || rest.includes('-h')) {
     process.stdout.write(command.usage);
     return 0;
