@@ -59,6 +59,15 @@ describe('schedule', () => {
     assert.ok(log.every((line) => line.endsWith('with 1 running')), log.join('\n'));
   });
 
+  it('aborts the running deployment when the schedule is torn down', () => {
+    marbles().run(({ cold, hot, expectObservable, expectSubscriptions }) => {
+      const requests = hot<DeployRequest>('a', values);
+      const deployment = cold<string>('1000ms (x|)', { x: 'a' });
+      expectObservable(schedule(requests, () => deployment, 2000), '^ 300ms !').toBe('');
+      expectSubscriptions(deployment.subscriptions).toBe('^ 300ms !');
+    });
+  });
+
   it('lets the first request through at once', () => {
     marbles().run(({ cold, hot, expectObservable }) => {
       const requests = hot<DeployRequest>('---a', values);

@@ -34,6 +34,7 @@ const mutants: Mutant[] = [
   { stage: 'leadership: gate removed', file: 'streams/leadership.ts', from: "pair[1]?.[1] === true", to: 'pair[1] !== undefined', test: 'marble-tests/leadership.test.ts' },
   { stage: 'schedule: throttle removed', file: 'streams/schedule.ts', from: 'throttle((run$) =>', to: '((_d: unknown, _o: unknown) => mutIdentity)((run$: unknown) =>', test: 'marble-tests/schedule.test.ts' },
   { stage: 'schedule: window ignores the running deployment', file: 'streams/schedule.ts', from: 'forkJoin([timer(minIntervalMs, scheduler), run$.pipe(ignoreElements(), defaultIfEmpty(null))])', to: 'timer(minIntervalMs, scheduler)', test: 'marble-tests/schedule.test.ts' },
+  { stage: 'schedule: a torn-down graph keeps deploying', file: 'streams/schedule.ts', from: 'shareReplay({ bufferSize: Infinity, refCount: true })', to: 'shareReplay()', test: 'marble-tests/schedule.test.ts' },
   { stage: 'deploy: mergeMap → concatMap', file: 'streams/deploy.ts', from: 'mergeMap((endpoint) => deployOne(endpoint, deployment), concurrency)', to: 'mutConcatMap((endpoint) => deployOne(endpoint, deployment))', test: 'marble-tests/deploy.test.ts' },
   { stage: 'deploy: timeout removed', file: 'streams/deploy.ts', from: 'timeout({ first: options.timeoutMs, scheduler }),', to: '', test: 'marble-tests/deploy.test.ts' },
   { stage: 'controller: switchMap → mergeMap', file: 'streams/controller.ts', from: 'switchMap((d, index) =>', to: 'mutMergeMap((d, index) =>', test: 'marble-tests/controller.test.ts' },

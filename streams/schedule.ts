@@ -18,8 +18,9 @@ export function schedule<E>(
 ): Observable<E> {
   return requests$.pipe(
     // Lazy and shared: the deployment starts when the request is let through, and the
-    // throttle window watches the same run for its end.
-    map((request) => defer(() => run(request)).pipe(shareReplay())),
+    // throttle window watches the same run for its end. refCount: tearing the graph
+    // down (a stop, a new controller configuration) aborts a deployment in flight.
+    map((request) => defer(() => run(request)).pipe(shareReplay({ bufferSize: Infinity, refCount: true }))),
     throttle((run$) => forkJoin([timer(minIntervalMs, scheduler), run$.pipe(ignoreElements(), defaultIfEmpty(null))]), {
       leading: true,
       trailing: true,

@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { hostname } from 'node:os';
 import { parseArgs } from 'node:util';
-import { BehaviorSubject, type MonoTypeOperatorFunction, NEVER, Observable, Subject, type Subscription, combineLatest, defer, distinctUntilChanged, map, merge, of, tap } from 'rxjs';
+import { BehaviorSubject, type MonoTypeOperatorFunction, NEVER, Observable, Subject, type Subscription, combineLatest, distinctUntilChanged, map, merge, of, tap } from 'rxjs';
 import type { ControllerConfig } from '../config/controller-config.ts';
 import { DEFAULT_SETTINGS } from '../config/controller-config.ts';
 import type { RawConfig } from '../config/template-dir.ts';
@@ -19,14 +19,11 @@ import type { ResourceChange } from '../k8s/resource.ts';
 import { controllerConfigSource, credentialsSource, haproxyEndpoints, kubeChanges, serviceAddressSource } from '../k8s/sources.ts';
 import { startObservability } from '../observability/index.ts';
 import { createLogger } from '../observability/logger.ts';
-import { renderTemplates } from '../templating/engine.ts';
 import type { RenderedConfig } from '../templating/rendered.ts';
 import { controller } from '../../streams/controller.ts';
-import { graph } from '../../streams/graph.ts';
-import type { ValidateOutcome } from '../../streams/validate.ts';
-import { fromAbortable } from './abortable.ts';
-import { type LoadedConfig, loadControllerConfig } from './load-config.ts';
+import { loadControllerConfig } from './load-config.ts';
 import type { Command } from './main.ts';
+import { controllerGraph } from './wiring.ts';
 
 /** What a target is made from: the endpoint's address and the Secret's credentials. */
 export type TargetOptions = Pick<DataplaneTargetOptions, 'baseUrl' | 'username' | 'password' | 'ca' | 'cert' | 'key'>;
@@ -193,8 +190,8 @@ export function startInCluster(options: InClusterOptions): RunningController {
       let changes$ = kubeChanges(api, loaded.config.watch, lw);
       if (writer) changes$ = changes$.pipe(tap((change) => writer.onChange(change)));
       if (observer?.trackResources) changes$ = changes$.pipe(observer.trackResources());
-      const graph$ = inClusterGraph(loaded, {
-        changes$,
+      const graph$ = controllerGraph(loaded, {
+        changes: () => changes$,
         endpoints$: haproxyEndpoints(api, podNamespace, haproxy.podSelector, haproxy.dataplane, lw).pipe(
           tap((endpoints) => retire([...targets.keys()].filter((id) => !endpoints.some((e) => e.id === id)))),
         ),
@@ -259,38 +256,6 @@ export function startInCluster(options: InClusterOptions): RunningController {
         stopping$.complete();
       })()),
   };
-}
-
-/**
- * The graph for one configuration with the real renderer and validator, as
- * src/cli/wiring.ts's controllerGraph builds it, plus `leader$`: ControllerIO has no
- * leader$ yet. Once it does, this becomes controllerGraph(loaded, { ...io, leader$ }).
- */
-function inClusterGraph(
-  loaded: LoadedConfig,
-  io: {
-    changes$: Observable<ResourceChange>;
-    endpoints$: Observable<readonly Endpoint[]>;
-    validator: Pick<Validator, 'validate'>;
-    deployTo: (endpoint: Endpoint, deployment: Deployment) => Observable<InstanceOutcome>;
-    leader$: Observable<boolean>;
-  },
-): Observable<ControllerEvent> {
-  const { config, templates } = loaded;
-  return graph(
-    { ...config.settings, watched: config.watch },
-    {
-      changes$: io.changes$,
-      endpoints$: io.endpoints$,
-      render: ({ resources }) => defer(() => of(renderTemplates(templates, { resources: Object.fromEntries(resources), values: config.values }))),
-      validate: (rendered: RenderedConfig) =>
-        fromAbortable((signal) => io.validator.validate(rendered, signal)).pipe(
-          map((result): ValidateOutcome => (result.ok ? { ok: true } : { ok: false, problems: result.problems })),
-        ),
-      deployTo: io.deployTo,
-      leader$: io.leader$,
-    },
-  );
 }
 
 const ENV = {

@@ -19,6 +19,8 @@ export interface ControllerIO {
   deployTo(endpoint: Endpoint, deployment: Deployment): Observable<InstanceOutcome>;
   /** Values merged over the configuration's own, e.g. from `--set`. */
   values?: Readonly<Record<string, unknown>>;
+  /** Whether this replica may deploy (leader election); without it, it always may. */
+  leader$?: Observable<boolean>;
 }
 
 /** The graph for one loaded configuration, with the real renderer and validator plugged in. */
@@ -37,6 +39,7 @@ export function controllerGraph(loaded: LoadedConfig, io: ControllerIO): Observa
           map((result): ValidateOutcome => (result.ok ? { ok: true } : { ok: false, problems: result.problems })),
         ),
       deployTo: io.deployTo,
+      ...(io.leader$ && { leader$: io.leader$ }),
     },
   );
 }
