@@ -94,9 +94,11 @@ describe('monitoring: dashboard and alert rules', () => {
     }
   });
 
-  it('lists every metric in docs/observability.md exactly as the registry describes it', async () => {
+  it('lists every metric in docs/observability.md and the README exactly as the registry describes it', async () => {
     const doc = await readFile(join(ROOT, 'docs/observability.md'), 'utf8');
     assert.equal(withTable(doc, metricsTable()), doc, 'run: npm run docs:metrics -- --write docs/observability.md');
+    const readme = await readFile(join(ROOT, 'README.md'), 'utf8');
+    assert.equal(withTable(readme, metricsTable()), readme, 'run: npm run docs:metrics -- --write README.md');
     for (const name of names) if (!/_(bucket|sum|count)$/.test(name) || !names.has(name.replace(/_(bucket|sum|count)$/, ''))) assert.ok(doc.includes(`\`${name}\``), name);
   });
 });
