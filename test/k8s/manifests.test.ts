@@ -1,5 +1,5 @@
 /**
- * The example manifests in k8s/controller, checked statically: the RBAC grants every
+ * The kustomize base in k8s/base, checked statically: the RBAC grants every
  * call `haprx run` makes, for the sets the shipped templates watch.
  */
 import assert from 'node:assert/strict';
@@ -18,9 +18,9 @@ async function docs(path: string): Promise<Doc[]> {
 const allows = (rules: Rule[], group: string, resource: string, verb: string) =>
   rules.some((r) => r.apiGroups.includes(group) && r.resources.includes(resource) && r.verbs.includes(verb));
 
-describe('k8s/controller manifests', () => {
+describe('k8s/base manifests', () => {
   it('let haprx run read its configuration, credentials, pods and Service, hold the Lease and write Events in its namespace', async () => {
-    const role = (await docs('k8s/controller/rbac.yaml')).find((d) => d.kind === 'Role')!;
+    const role = (await docs('k8s/base/rbac.yaml')).find((d) => d.kind === 'Role')!;
     const needed: [string, string, string[]][] = [
       ['', 'configmaps', ['list', 'watch']],
       ['', 'secrets', ['list', 'watch']],
@@ -33,7 +33,7 @@ describe('k8s/controller manifests', () => {
   });
 
   it('let haprx run list and watch every set the shipped templates watch, and patch Ingress status', async () => {
-    const clusterRole = (await docs('k8s/controller/rbac.yaml')).find((d) => d.kind === 'ClusterRole')!;
+    const clusterRole = (await docs('k8s/base/rbac.yaml')).find((d) => d.kind === 'ClusterRole')!;
     const watched = (parse(await readFile(new URL('templates/haprx.yaml', root), 'utf8')) as { watch: { apiVersion: string; resource: string }[] }).watch;
     for (const w of watched) {
       const group = w.apiVersion.includes('/') ? w.apiVersion.split('/')[0]! : '';
@@ -43,7 +43,7 @@ describe('k8s/controller manifests', () => {
   });
 
   it('run the controller with the variables it reads and a grace period above its drain bound', async () => {
-    const [deployment] = await docs('k8s/controller/deployment.yaml');
+    const [deployment] = await docs('k8s/base/deployment.yaml');
     const pod = (deployment!.spec as { template: { spec: { terminationGracePeriodSeconds: number; serviceAccountName: string; containers: { env: { name: string }[] }[] } } }).template.spec;
     const env = pod.containers[0]!.env.map((e) => e.name);
     assert.ok(env.includes('HAPRX_NAMESPACE') && env.includes('POD_NAME'));
