@@ -1,0 +1,184 @@
+/**
+ * RBAC derived from the code: a real in-cluster controller (startInCluster, the real
+ * client) runs against the API server double with the controller ConfigMap of the
+ * built base, through configuration, credentials, discovery, the Lease, Events (with a
+ * series update), Secrets on demand and Ingress status. Every request the double saw
+ * becomes (apiGroup, resource, subresource, verb, namespace), and each must be allowed
+ * by the built base's Role (in haprx-system) or ClusterRole. The ClusterRole may grant
+ * nothing beyond the watched sets plus ingresses/status.
+ */
+import assert from 'node:assert/strict';
+import { after, before, describe, it } from 'node:test';
+import { parse } from 'yaml';
+import type { RequestRecord } from '../support/kube-api-double/index.ts';
+import { KubeApiDouble } from '../support/kube-api-double/index.ts';
+import { makeSiteCertificate } from '../support/dataplane-double/certs.ts';
+import { CONFIGMAP, type Deployed, NS, type TestController, credentialsSecret, haproxyPod, startController } from '../k8s/cluster-fixture.ts';
+import { until } from '../k8s/helpers.ts';
+import { build, find, type K8sObject } from './kustomize.ts';
+
+type Rule = { apiGroups: string[]; resources: string[]; verbs: string[]; resourceNames?: string[] };
+type RoleObject = K8sObject & { rules: Rule[] };
+export interface ApiCall {
+  group: string;
+  resource: string;
+  subresource?: string;
+  verb: string;
+  namespace?: string;
+}
+
+/** What RBAC sees in a request: its API group, resource, subresource, verb and namespace. */
+export function apiCall(r: Pick<RequestRecord, 'method' | 'path' | 'watch'>): ApiCall {
+  const parts = r.path.split('/').filter(Boolean);
+  // /api/v1/... or /apis/<group>/<version>/...
+  const [group, rest] = parts[0] === 'api' ? ['', parts.slice(2)] : [parts[1]!, parts.slice(3)];
+  let namespace: string | undefined;
+  let tail = rest;
+  if (tail[0] === 'namespaces' && tail.length > 2) {
+    namespace = tail[1];
+    tail = tail.slice(2);
+  }
+  const [resource, name, subresource] = tail as [string, string | undefined, string | undefined];
+  const verb =
+    r.method === 'GET' ? (r.watch ? 'watch' : name === undefined ? 'list' : 'get')
+    : r.method === 'POST' ? 'create'
+    : r.method === 'PUT' ? 'update'
+    : r.method === 'PATCH' ? 'patch'
+    : r.method === 'DELETE' ? (name === undefined ? 'deletecollection' : 'delete')
+    : r.method.toLowerCase();
+  return { group, resource, ...(subresource !== undefined && { subresource }), verb, ...(namespace !== undefined && { namespace }) };
+}
+
+const permits = (rules: Rule[], c: ApiCall) => {
+  const resource = c.subresource ? `${c.resource}/${c.subresource}` : c.resource;
+  return rules.some((r) => r.apiGroups.includes(c.group) && r.resources.includes(resource) && r.verbs.includes(c.verb) && !r.resourceNames);
+};
+const key = (c: ApiCall) => `${c.verb} ${c.group || 'core'}/${c.resource}${c.subresource ? `/${c.subresource}` : ''}${c.namespace === undefined ? ' (cluster)' : c.namespace === NS ? ' (own namespace)' : ' (other namespace)'}`;
+
+let double: KubeApiDouble;
+let controller: TestController | undefined;
+let role: RoleObject;
+let clusterRole: RoleObject;
+let watched: { apiVersion: string; resource: string; referencedBy?: unknown[] }[];
+const calls = new Map<string, ApiCall>();
+
+before(async () => {
+  const objects = await build('k8s/base');
+  role = find<RoleObject>(objects, 'Role', 'haprx');
+  clusterRole = find<RoleObject>(objects, 'ClusterRole', 'haprx');
+  const shipped = find<K8sObject & { data: Record<string, string> }>(objects, 'ConfigMap', CONFIGMAP);
+  const config = parse(shipped.data['config.yaml']!) as { watch: typeof watched; settings: Record<string, unknown> };
+  watched = config.watch;
+  // The shipped configuration, with timings short enough for a test, and drift on so that
+  // the same failure repeats and its Event gets a series update.
+  const settings = { ...config.settings, debounce: '20ms', debounceMaxWait: '100ms', minDeployInterval: '50ms', driftInterval: '150ms', deployTimeout: '5s' };
+  const data = { ...shipped.data, 'config.yaml': JSON.stringify({ ...config, settings }) };
+
+  double = await KubeApiDouble.start({ token: 'test-token', bookmarkIntervalMs: 0 });
+  double.create('v1', 'configmaps', { metadata: { name: CONFIGMAP, namespace: NS }, data });
+  double.create('v1', 'secrets', credentialsSecret('pw'));
+  double.create('v1', 'pods', haproxyPod('haproxy-0', '10.0.0.10'));
+  double.create('v1', 'services', { metadata: { name: 'haproxy', namespace: NS }, spec: { type: 'LoadBalancer' }, status: { loadBalancer: { ingress: [{ ip: '203.0.113.10' }] } } });
+  double.create('v1', 'namespaces', { metadata: { name: 'apps' } });
+  double.create('networking.k8s.io/v1', 'ingressclasses', { metadata: { name: 'haprx' }, spec: { controller: 'haprx.io/ingress-controller' } });
+  double.create('v1', 'services', { metadata: { name: 'web', namespace: 'apps' }, spec: { ports: [{ name: 'http', port: 80, targetPort: 8080 }] } });
+  double.create('discovery.k8s.io/v1', 'endpointslices', {
+    metadata: { name: 'web-1', namespace: 'apps', labels: { 'kubernetes.io/service-name': 'web' } },
+    addressType: 'IPv4',
+    ports: [{ name: 'http', port: 8080 }],
+    endpoints: [{ addresses: ['10.1.0.5'], conditions: { ready: true } }],
+  });
+  const pem = await makeSiteCertificate('web.example');
+  const at = pem.lastIndexOf('-----BEGIN');
+  const b64 = (s: string) => Buffer.from(s).toString('base64');
+  double.create('v1', 'secrets', { metadata: { name: 'web-tls', namespace: 'apps' }, type: 'kubernetes.io/tls', data: { 'tls.crt': b64(pem.slice(0, at)), 'tls.key': b64(pem.slice(at)) } });
+  double.create('networking.k8s.io/v1', 'ingresses', {
+    metadata: { name: 'web', namespace: 'apps' },
+    spec: {
+      ingressClassName: 'haprx',
+      tls: [{ hosts: ['web.example'], secretName: 'web-tls' }],
+      rules: [{ host: 'web.example', http: { paths: [{ path: '/', pathType: 'Prefix', backend: { service: { name: 'web', port: { number: 80 } } } }] } }],
+    },
+  });
+
+  const deployed: Deployed[] = [];
+  controller = startController(double, 'replica-a', deployed, {
+    eventLimits: { seriesFlushMs: 50 },
+    behaviour: async () => ({ ok: false, reloaded: false, runtimeOps: 0, error: 'the Data Plane API refused the configuration' }),
+  });
+  const status = () => (double.get('networking.k8s.io/v1', 'ingresses', 'apps', 'web')!.status as { loadBalancer?: { ingress?: { ip?: string }[] } } | undefined)?.loadBalancer?.ingress?.[0]?.ip;
+  await until('Ingress status written', () => status() === '203.0.113.10', 15_000);
+  await until('a repeated DeployFailed Event updated with its series', () => double.requests.some((r) => r.method === 'PUT' && r.path.includes('/events/')), 15_000);
+  await controller.running.stop();
+  controller = undefined;
+  for (const r of double.requests) {
+    const c = apiCall(r);
+    calls.set(key(c), c);
+  }
+});
+after(async () => {
+  await controller?.running.stop();
+  await double?.stop();
+});
+
+describe('RBAC of the base, against the API calls haprx run makes', () => {
+  it('recorded the calls of every part: configuration, credentials, discovery, the Lease, Events, Secrets on demand, Ingress status', () => {
+    const seen = [...calls.keys()].sort();
+    for (const expected of [
+      'watch core/configmaps (own namespace)',
+      'watch core/secrets (own namespace)',
+      'watch core/pods (own namespace)',
+      'watch core/services (own namespace)',
+      'create coordination.k8s.io/leases (own namespace)',
+      'update coordination.k8s.io/leases (own namespace)',
+      'create events.k8s.io/events (own namespace)',
+      'update events.k8s.io/events (own namespace)',
+      'watch core/secrets (cluster)',
+      'patch networking.k8s.io/ingresses/status (other namespace)',
+      'watch networking.k8s.io/ingresses (cluster)',
+    ]) {
+      assert.ok(seen.includes(expected), `${expected} among ${seen.join('; ')}`);
+    }
+  });
+
+  it('allows every recorded call: in haprx-system by the Role or the ClusterRole, elsewhere by the ClusterRole', () => {
+    const refused = [...calls.values()].filter((c) => !(permits(clusterRole.rules, c) || (c.namespace === NS && permits(role.rules, c)))).map(key);
+    assert.deepEqual(refused, [], `calls the base's RBAC refuses:\n${refused.join('\n')}`);
+  });
+
+  it('grants cluster-wide nothing beyond reading the watched sets and patching Ingress status', () => {
+    const allowed = new Set(watched.map((w) => `${w.apiVersion.includes('/') ? w.apiVersion.split('/')[0] : ''} ${w.resource}`));
+    // get only where src/k8s/on-demand.ts fetches by name: the sets held on demand.
+    const onDemand = new Set(watched.filter((w) => w.referencedBy?.length).map((w) => w.resource));
+    for (const rule of clusterRole.rules) {
+      for (const group of rule.apiGroups) {
+        for (const resource of rule.resources) {
+          if (group === 'networking.k8s.io' && resource === 'ingresses/status') assert.deepEqual(rule.verbs, ['patch'], 'ingresses/status');
+          else {
+            assert.ok(allowed.has(`${group} ${resource}`), `${resource}.${group} is not a watched set`);
+            for (const verb of rule.verbs) assert.ok(['list', 'watch', ...(onDemand.has(resource) ? ['get'] : [])].includes(verb), `${verb} ${resource}.${group}`);
+          }
+        }
+      }
+    }
+    for (const w of watched) {
+      const group = w.apiVersion.includes('/') ? w.apiVersion.split('/')[0]! : '';
+      for (const verb of ['list', 'watch']) assert.ok(permits(clusterRole.rules, { group, resource: w.resource, verb }), `${verb} ${w.resource}.${group}`);
+    }
+  });
+
+  it('grants in haprx-system only verbs that some recorded call uses, or a rare path of the code needs', () => {
+    // src/k8s/event-recorder.ts re-reads an Event when its series update meets a 409.
+    const rare = new Set(['get events.k8s.io/events']);
+    const used = new Set([...calls.values()].filter((c) => c.namespace === NS).map((c) => `${c.verb} ${c.group}/${c.resource}${c.subresource ? `/${c.subresource}` : ''}`));
+    const unused = role.rules.flatMap((r) => r.apiGroups.flatMap((g) => r.resources.flatMap((res) => r.verbs.map((v) => `${v} ${g}/${res}`)))).filter((g) => !used.has(g) && !rare.has(g));
+    assert.deepEqual(unused, [], 'the Role grants what no call needs');
+  });
+
+  it('maps requests to RBAC verbs as the API server does', () => {
+    assert.deepEqual(apiCall({ method: 'GET', path: '/api/v1/namespaces/a/pods', watch: true }), { group: '', resource: 'pods', verb: 'watch', namespace: 'a' });
+    assert.deepEqual(apiCall({ method: 'GET', path: '/api/v1/namespaces', watch: false }), { group: '', resource: 'namespaces', verb: 'list' });
+    assert.deepEqual(apiCall({ method: 'PATCH', path: '/apis/networking.k8s.io/v1/namespaces/a/ingresses/x/status', watch: false }), { group: 'networking.k8s.io', resource: 'ingresses', subresource: 'status', verb: 'patch', namespace: 'a' });
+    assert.deepEqual(apiCall({ method: 'GET', path: '/apis/coordination.k8s.io/v1/namespaces/a/leases/l', watch: false }), { group: 'coordination.k8s.io', resource: 'leases', verb: 'get', namespace: 'a' });
+  });
+});
