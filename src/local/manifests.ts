@@ -20,16 +20,17 @@ export type ParsedManifests = { ok: true; objects: KubeObject[] } | { ok: false;
 export function parseManifests(file: string, text: string): ParsedManifests {
   const documents = parseAllDocuments(text, { prettyErrors: false });
   const objects: KubeObject[] = [];
+  const lines = lineCounter(text);
   for (const doc of Array.isArray(documents) ? documents : [documents]) {
     const error = doc.errors[0];
-    if (error) return { ok: false, problem: { file, line: lineOf(text, error.pos[0]), message: error.message.split('\n')[0]! } };
+    if (error) return { ok: false, problem: { file, line: lines(error.pos[0]), message: error.message.split('\n')[0]! } };
     const value: unknown = doc.toJS();
     if (value === null || value === undefined) continue;
-    const line = lineOf(text, doc.contents?.range?.[0] ?? doc.range[0]);
+    const start = doc.contents?.range?.[0] ?? doc.range[0];
     const items = isObject(value) && value.kind === 'List' && Array.isArray(value.items) ? (value.items as unknown[]) : [value];
     for (const item of items) {
       const problem = objectProblem(item);
-      if (problem) return { ok: false, problem: { file, line, message: problem } };
+      if (problem) return { ok: false, problem: { file, line: lines(start), message: problem } };
       const object = item as KubeObject;
       // A content hash stands in for the resourceVersion, so re-reading an unchanged
       // file changes nothing downstream.
@@ -54,10 +55,23 @@ function isObject(value: unknown): value is Record<string, unknown> {
   return typeof value === 'object' && value !== null && !Array.isArray(value);
 }
 
-function lineOf(text: string, offset: number): number {
-  let line = 1;
-  for (let i = 0; i < offset && i < text.length; i++) if (text.charCodeAt(i) === 10) line++;
-  return line;
+/** Line numbers of offsets, computed only when a problem needs one (a large file has thousands of documents). */
+function lineCounter(text: string): (offset: number) => number {
+  let starts: number[] | undefined;
+  return (offset) => {
+    if (!starts) {
+      starts = [0];
+      for (let i = text.indexOf('\n'); i >= 0; i = text.indexOf('\n', i + 1)) starts.push(i + 1);
+    }
+    let lo = 0;
+    let hi = starts.length - 1;
+    while (lo < hi) {
+      const mid = (lo + hi + 1) >> 1;
+      if (starts[mid]! <= offset) lo = mid;
+      else hi = mid - 1;
+    }
+    return lo + 1;
+  };
 }
 
 /** The plural resource name the API server gives a kind by default. */
