@@ -69,8 +69,9 @@ async function memory(): Promise<{ rss: number; heap: number }> {
   return { rss: value('process_resident_memory_bytes'), heap: value('nodejs_heap_size_used_bytes') };
 }
 const reloads = async () => parseShowProc(await cliCommand(join(stateDir, 'master.sock'), 'show proc'))!.reloads;
-async function settle(): Promise<void> {
-  // Quiet for 3 s: no deployment in flight or waiting.
+/** Waits for a deployment after `after` deployments (up to 60 s), then for 3 s without one. */
+async function settle(after = deployments.length - 1): Promise<void> {
+  for (let waited = 0; deployments.length <= after && waited < 60_000; waited += 100) await sleep(100);
   for (let last = deployments.length; ; last = deployments.length) {
     await sleep(3_000);
     if (deployments.length === last) return;
@@ -107,7 +108,7 @@ try {
     await sleep(Math.max(0, 4_000 / touched.size - 5));
   }
   const burstWriteMs = performance.now() - burstStart;
-  await settle();
+  await settle(deploymentsBefore);
   const burst = deployments.slice(deploymentsBefore);
   const burstReloads = (await reloads()) - reloadsBefore;
 
@@ -119,7 +120,7 @@ try {
     await writeSliceChunk(index);
     await sleep(500);
   }
-  await settle();
+  await settle(deployments.length);
   const afterChurn = await memory();
   const churnReloads = (await reloads()) - reloadsBefore - burstReloads;
 
