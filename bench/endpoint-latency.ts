@@ -2,11 +2,12 @@
  * Time from an EndpointSlice edit to traffic on the new endpoint, through
  * `haprx local` with the shipped templates and a real haproxy.
  *
- *   npm run bench:latency            (ITERATIONS=20, GAP_MS=2500 by default)
+ *   npm run bench:latency   (ITERATIONS=20 GAP_MS=2500 MODES=endpoint,host,backend by default)
  *
- * Each iteration moves the only endpoint of a Service to another echo server and
- * polls through haproxy until that server answers. Edits are spaced beyond the
- * minimum deployment interval, so the figure is the reconcile path, not queueing.
+ * endpoint: moves the only endpoint of a Service to another echo server; host: a new
+ * Ingress host on an existing backend; backend: a new Service with its own Ingress.
+ * Each change is polled through haproxy until it is served. Edits are spaced beyond
+ * the minimum deployment interval, so the figure is the reconcile path, not queueing.
  */
 import { type ChildProcess, spawn } from 'node:child_process';
 import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
@@ -18,6 +19,7 @@ import { freePort } from '../test/support/ports.ts';
 
 const ITERATIONS = Number(process.env.ITERATIONS ?? 20);
 const GAP_MS = Number(process.env.GAP_MS ?? 2_500);
+const MODES = (process.env.MODES ?? 'endpoint,host,backend').split(',');
 const root = new URL('..', import.meta.url).pathname;
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
@@ -66,24 +68,68 @@ try {
     if (i > 400) throw new Error('haprx local did not come up');
     await sleep(25);
   }
-  const reloadsBefore = parseShowProc(await cliCommand(join(stateDir, 'master.sock'), 'show proc'))!.reloads;
-  const samples: number[] = [];
-  for (let i = 0; i < ITERATIONS; i++) {
-    await sleep(GAP_MS);
-    const next = echoes[(i + 1) % 2]!;
-    const name = (i + 1) % 2 === 0 ? 'blue' : 'green';
-    const started = performance.now();
-    await writeFile(join(manifests, 'slice.yaml'), slice(next.port));
-    while ((await served()) !== name) await sleep(2);
-    samples.push(performance.now() - started);
-  }
-  const reloads = parseShowProc(await cliCommand(join(stateDir, 'master.sock'), 'show proc'))!.reloads - reloadsBefore;
-  samples.sort((a, b) => a - b);
-  const pct = (p: number) => samples[Math.min(samples.length - 1, Math.ceil((p / 100) * samples.length) - 1)]!;
+  // The master re-executes on a reload and refuses connections for a moment.
+  const reloadCount = async (): Promise<number> => {
+    for (let attempt = 0; ; attempt++) {
+      try {
+        return parseShowProc(await cliCommand(join(stateDir, 'master.sock'), 'show proc'))!.reloads;
+      } catch (err) {
+        if (attempt > 50) throw err;
+        await sleep(100);
+      }
+    }
+  };
+  const pct = (samples: number[], p: number) => samples[Math.min(samples.length - 1, Math.ceil((p / 100) * samples.length) - 1)]!;
   const fmt = (ms: number) => `${ms.toFixed(0)} ms`;
-  console.log(`EndpointSlice edit → traffic on the new endpoint (haprx local, shipped templates, debounce 500 ms), n=${samples.length}`);
-  console.log(`  p50 ${fmt(pct(50))}   p90 ${fmt(pct(90))}   p99 ${fmt(pct(99))}   min ${fmt(samples[0]!)}   max ${fmt(samples.at(-1)!)}`);
-  console.log(`  reloads during the run: ${reloads}`);
+
+  /** Runs one kind of change ITERATIONS times; each `change(i)` returns the host and body that prove it is served. */
+  async function measure(label: string, change: (i: number) => Promise<{ host: string; body: string }>): Promise<void> {
+    const reloadsBefore = await reloadCount();
+    const samples: number[] = [];
+    for (let i = 0; i < ITERATIONS; i++) {
+      await sleep(GAP_MS);
+      const started = performance.now();
+      const expect = await change(i);
+      while ((await get(port, '/', expect.host).catch(() => ({ body: '' }))).body.trim() !== expect.body) await sleep(2);
+      samples.push(performance.now() - started);
+    }
+    samples.sort((a, b) => a - b);
+    console.log(`${label}, n=${samples.length}`);
+    console.log(`  p50 ${fmt(pct(samples, 50))}   p90 ${fmt(pct(samples, 90))}   p99 ${fmt(pct(samples, 99))}   min ${fmt(samples[0]!)}   max ${fmt(samples.at(-1)!)}   reloads ${(await reloadCount()) - reloadsBefore}`);
+  }
+
+  const ingress = (name: string, host: string, service: string) => `apiVersion: networking.k8s.io/v1
+kind: Ingress
+metadata: {name: ${name}, namespace: bench}
+spec:
+  rules: [{host: ${host}, http: {paths: [{path: /, pathType: Prefix, backend: {service: {name: ${service}, port: {number: 80}}}}]}}]
+`;
+  console.log('Change → served by haproxy (haprx local, shipped templates, debounce 500 ms, edits 2.5 s apart)');
+  if (MODES.includes('endpoint')) {
+    await measure('EndpointSlice edit → traffic on the new endpoint', async (i) => {
+      const name = (i + 1) % 2 === 0 ? 'blue' : 'green';
+      await writeFile(join(manifests, 'slice.yaml'), slice(echoes[(i + 1) % 2]!.port));
+      return { host: 'app.bench', body: name };
+    });
+  }
+  if (MODES.includes('host')) {
+    await measure('new Ingress host on an existing backend', async (i) => {
+      await writeFile(join(manifests, `host-${i}.yaml`), ingress(`host-${i}`, `h${i}.bench`, 'app'));
+      return { host: `h${i}.bench`, body: await served() };
+    });
+  }
+  if (MODES.includes('backend')) {
+    await measure('new Service and Ingress (a new backend)', async (i) => {
+      await writeFile(
+        join(manifests, `backend-${i}.yaml`),
+        `apiVersion: v1\nkind: Service\nmetadata: {name: svc-${i}, namespace: bench}\nspec: {ports: [{name: http, port: 80}]}\n---\n` +
+          slice(echoes[0]!.port).replace('name: app-1', `name: svc-${i}-1`).replace('kubernetes.io/service-name: app', `kubernetes.io/service-name: svc-${i}`) +
+          '---\n' +
+          ingress(`backend-${i}`, `b${i}.bench`, `svc-${i}`),
+      );
+      return { host: `b${i}.bench`, body: 'blue' };
+    });
+  }
 } finally {
   haprx.kill('SIGTERM');
   await new Promise((r) => haprx.once('exit', r));
