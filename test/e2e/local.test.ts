@@ -11,6 +11,7 @@ import { after, before, describe, it } from 'node:test';
 import { cliCommand, parseShowProc } from '../../src/local/master-cli.ts';
 import { get, startEcho } from '../support/echo-backend.ts';
 import { freePort } from '../support/ports.ts';
+import { until as poll } from '../support/until.ts';
 
 const ROOT = new URL('../..', import.meta.url).pathname;
 
@@ -55,20 +56,9 @@ describe('haprx local (e2e)', () => {
   const reloads = async () => parseShowProc(await cliCommand(join(stateDir, 'master.sock'), 'show proc'))!.reloads;
   const body = async (host: string, path = '/') => (await get(port, path, host)).body.trim();
 
-  async function until<T>(what: string, probe: () => Promise<T | undefined> | T | undefined, ms = 15_000): Promise<T> {
-    const deadline = Date.now() + ms;
-    let last: unknown;
-    for (;;) {
-      try {
-        const value = await probe();
-        if (value !== undefined) return value;
-      } catch (err) {
-        last = err;
-      }
-      if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}${last ? `: ${String(last)}` : ''}\nlogs:\n${logs.map((l) => l.msg).join('\n')}`);
-      await new Promise((r) => setTimeout(r, 50));
-    }
-  }
+  const recentLogs = () => `logs:\n${logs.map((l) => l.msg).join('\n')}`;
+  const until = <T>(what: string, probe: () => Promise<T | undefined> | T | undefined) => poll(what, probe, 15_000, recentLogs);
+
 
   before(async () => {
     dir = await mkdtemp(join(tmpdir(), 'haprx-e2e-'));

@@ -71,18 +71,4 @@ export function fetchText(port: number, path: string): Promise<{ status: number;
   });
 }
 
-/** Polls until the probe returns something other than undefined. */
-export async function until<T>(what: string, probe: () => Promise<T | undefined> | T | undefined, ms = 20_000, context: () => string = () => ''): Promise<T> {
-  const deadline = Date.now() + ms;
-  let last: unknown;
-  for (;;) {
-    try {
-      const value = await probe();
-      if (value !== undefined) return value;
-    } catch (err) {
-      last = err;
-    }
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}${last ? `: ${String(last)}` : ''}\n${context()}`);
-    await new Promise((r) => setTimeout(r, 100));
-  }
-}
+export { until } from '../support/until.ts';

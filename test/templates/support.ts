@@ -77,18 +77,4 @@ export function send(port: number, req: Send): Promise<Reply> {
   });
 }
 
-/** Polls `probe` until it returns a value, or fails after `ms` with what it last threw. */
-export async function until<T>(what: string, probe: () => Promise<T | undefined> | T | undefined, ms = 15_000, context: () => string = () => ''): Promise<T> {
-  const deadline = Date.now() + ms;
-  let last: unknown;
-  for (;;) {
-    try {
-      const value = await probe();
-      if (value !== undefined) return value;
-    } catch (err) {
-      last = err;
-    }
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}${last ? `: ${String(last)}` : ''}\n${context()}`);
-    await new Promise((r) => setTimeout(r, 50));
-  }
-}
+export { until } from '../support/until.ts';
