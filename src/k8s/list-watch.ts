@@ -131,7 +131,7 @@ export function listWatch(api: KubeApi, spec: WatchSpec, options: ListWatchOptio
       });
     const prepare = (object: KubeObject): KubeObject => stripFields(object, strip);
 
-    const list = async (): Promise<{ ok: true; items: KubeObject[]; resourceVersion: string; pages: number } | { ok: false; message: string }> => {
+    const list = async (): Promise<{ ok: true; items: KubeObject[]; resourceVersion: string; pages: number } | { ok: false; message: string; status?: number }> => {
       const items: KubeObject[] = [];
       let next: string | undefined;
       let listRv = '';
@@ -147,7 +147,7 @@ export function listWatch(api: KubeApi, spec: WatchSpec, options: ListWatchOptio
             pages = 0;
             continue;
           }
-          return { ok: false, message: `list failed: ${result.status ? `HTTP ${result.status} ` : ''}${result.message}` };
+          return { ok: false, message: `list failed: ${result.status ? `HTTP ${result.status} ` : ''}${result.message}`, ...(result.status !== undefined && { status: result.status }) };
         }
         const body = result.body;
         if (pages === 0) listRv = body.metadata?.resourceVersion ?? '';
@@ -256,7 +256,17 @@ export function listWatch(api: KubeApi, spec: WatchSpec, options: ListWatchOptio
           const listed = await list();
           if (stopped) return;
           if (!listed.ok) {
-            problem(listed.message);
+            if (listed.status === 404 && !synced) {
+              // The API does not serve this resource (a CRD not installed, say). Holding
+              // every render back for it would stop the whole controller: count the set
+              // as empty, say so, and keep trying; once it is served, its list arrives.
+              problem(`${listed.message}: the API server does not serve ${spec.resource}; counted as empty until it does`);
+              synced = true;
+              emit({ type: 'replace', resource: spec.name, objects: [] });
+              emit({ type: 'synced', resource: spec.name });
+            } else {
+              problem(listed.message);
+            }
             await retry(listed.message);
             continue;
           }

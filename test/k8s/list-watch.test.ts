@@ -283,6 +283,21 @@ describe('listWatch', () => {
     await until('w2', () => upserts(widgets.changes, 'w2').length === 1);
   });
 
+  it('counts a resource the API server does not serve (a CRD not installed) as an empty, synced set, and picks it up once served', async () => {
+    const { changes } = start({ name: 'gadgets', apiVersion: 'example.com/v1', resource: 'gadgets' });
+    await until('synced', () => changes.some((c) => c.type === 'synced'));
+    const problem = changes.find((c) => c.type === 'problem') as { message: string } | undefined;
+    assert.match(problem?.message ?? '', /HTTP 404.*does not serve gadgets; counted as empty/);
+    assert.deepEqual(
+      changes.filter((c) => c.type !== 'problem').map((c) => (c.type === 'replace' ? `replace ${c.objects.length}` : c.type)),
+      ['replace 0', 'synced'],
+    );
+    double.addResource({ group: 'example.com', version: 'v1', resource: 'gadgets', kind: 'Gadget', namespaced: false });
+    double.create('example.com/v1', 'gadgets', { metadata: { name: 'g1' } });
+    await until('g1 listed', () => changes.some((c) => c.type === 'replace' && c.objects.some((o) => o.metadata.name === 'g1')));
+    assert.equal(changes.filter((c) => c.type === 'synced').length, 1, 'synced once');
+  });
+
   it('reports a refused token, and never syncs without a list', async () => {
     api = apiFor(double, 'wrong-token');
     const { changes } = start();
