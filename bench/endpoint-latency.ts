@@ -69,6 +69,7 @@ try {
     await sleep(25);
   }
   // The master re-executes on a reload and refuses connections for a moment.
+  const results: Record<string, unknown>[] = [];
   const reloadCount = async (): Promise<number> => {
     for (let attempt = 0; ; attempt++) {
       try {
@@ -94,6 +95,7 @@ try {
       samples.push(performance.now() - started);
     }
     samples.sort((a, b) => a - b);
+    results.push({ change: label, n: samples.length, p50Ms: Math.round(pct(samples, 50)), p90Ms: Math.round(pct(samples, 90)), p99Ms: Math.round(pct(samples, 99)), reloads: (await reloadCount()) - reloadsBefore });
     console.log(`${label}, n=${samples.length}`);
     console.log(`  p50 ${fmt(pct(samples, 50))}   p90 ${fmt(pct(samples, 90))}   p99 ${fmt(pct(samples, 99))}   min ${fmt(samples[0]!)}   max ${fmt(samples.at(-1)!)}   reloads ${(await reloadCount()) - reloadsBefore}`);
   }
@@ -130,6 +132,8 @@ spec:
       return { host: `b${i}.bench`, body: 'blue' };
     });
   }
+  await mkdir(`${root}bench/results`, { recursive: true });
+  await writeFile(`${root}bench/results/latency.json`, `${JSON.stringify(results, null, 2)}\n`);
 } finally {
   haprx.kill('SIGTERM');
   await new Promise((r) => haprx.once('exit', r));
