@@ -18,7 +18,7 @@ import {
   toArray,
 } from 'rxjs';
 import type { ControllerEvent, DeployRequest, Deployment, Endpoint, InstanceOutcome, InstanceResult } from '../src/events.ts';
-import { errorMessage } from './render.ts';
+import { errorMessage } from '../src/errors.ts';
 
 const EMPTY_RESULT: InstanceOutcome = { ok: false, reloaded: false, runtimeOps: 0, error: 'the target finished without a result' };
 

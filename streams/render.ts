@@ -1,5 +1,6 @@
 import { type Observable, type SchedulerLike, asyncScheduler, catchError, defer, filter, map, of, switchMap } from 'rxjs';
 import type { ControllerEvent, Reconcile, RenderError, RenderWarning } from '../src/events.ts';
+import { errorMessage } from '../src/errors.ts';
 import type { RenderedConfig } from '../src/templating/rendered.ts';
 
 export type RenderOutcome = { ok: true; config: RenderedConfig; warnings?: readonly RenderWarning[] } | { ok: false; error: RenderError };
@@ -38,10 +39,6 @@ export function render(reconciles$: Observable<Reconcile>, deps: RenderDeps): Ob
       }),
     );
   });
-}
-
-export function errorMessage(err: unknown): string {
-  return err instanceof Error ? err.message : String(err);
 }
 
 /** Only new configurations go on to validation. */

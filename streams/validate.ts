@@ -1,7 +1,7 @@
 import { type Observable, type SchedulerLike, asyncScheduler, catchError, map, of, switchMap } from 'rxjs';
 import type { ControllerEvent, ValidationProblem } from '../src/events.ts';
 import type { RenderedConfig } from '../src/templating/rendered.ts';
-import { errorMessage } from './render.ts';
+import { errorMessage } from '../src/errors.ts';
 
 export type ValidateOutcome = { ok: true } | { ok: false; problems: readonly ValidationProblem[] };
 export type ValidateEvent = Extract<ControllerEvent, { type: 'Validated' | 'ValidationFailed' }>;

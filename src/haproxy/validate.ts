@@ -30,6 +30,7 @@ import { AUX_DIRS, AUX_KINDS, auxPath } from '../templating/rendered.ts';
 import type { RenderedConfig, RenderedFiles } from '../templating/rendered.ts';
 import { tokenize } from './config.ts';
 import { MAIN_FILE, checkStructure, fileNameProblem } from './structure.ts';
+import { errorMessage } from '../errors.ts';
 
 export type ValidationPhase = 'structure' | 'haproxy' | 'timeout' | 'spawn' | 'aborted';
 
@@ -170,10 +171,6 @@ function killGroup(pid: number | undefined): void {
       // Already gone.
     }
   }
-}
-
-function errorMessage(err: unknown): string {
-  return err instanceof Error ? err.message : String(err);
 }
 
 /**
