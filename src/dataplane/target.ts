@@ -23,27 +23,12 @@ import type { InstanceOutcome } from '../events.ts';
 import { rewriteAuxRefs } from '../haproxy/aux-refs.ts';
 import { type Plan, type RuntimeOp, planDeployment } from '../haproxy/plan.ts';
 import type { RenderedConfig } from '../templating/rendered.ts';
-import { DataplaneClient, DataplaneError, type ApiInfo, atLeast } from './client.ts';
+import { DataplaneClient, type DataplaneClientOptions, DataplaneError, type ApiInfo, atLeast } from './client.ts';
 import { type ApiCall, translateOps } from './runtime-ops.ts';
 import { type Placement, SAFE_DIR, STORAGE_KINDS, type StorageKind, joinPath, placeFiles, placementKey } from './storage.ts';
 
-export interface DataplaneTargetOptions {
-  /** Where the API is reached, without `/v3`, e.g. `https://10.0.0.7:5555`. */
-  baseUrl: string;
-  username: string;
-  password: string;
-  /** CA certificate(s) for an https baseUrl: PEM text or a file path. */
-  ca?: string;
-  /** Client certificate for mTLS: PEM text or a file path. */
-  cert?: string;
-  /** Its private key: PEM text or a file path. */
-  key?: string;
-  /** Per HTTP call; default 10 s. */
-  timeoutMs?: number;
-  /** Retries of idempotent calls after network errors and 5xx; default 3. */
-  retries?: number;
-  /** First retry delay, doubled each time; default 200 ms. */
-  retryDelayMs?: number;
+/** One instance's connection settings (as for the client), plus how deployments go. */
+export interface DataplaneTargetOptions extends Omit<DataplaneClientOptions, 'onRetry'> {
   /** How long to wait for a reload to succeed or fail; default 30 s. */
   reloadTimeoutMs?: number;
   /** How often to ask about a pending reload; default 100 ms. */

@@ -5,30 +5,15 @@ import { createServer } from 'node:http';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { LocalTarget } from '../../src/local/target.ts';
-import { type RenderedConfig, sealRendered } from '../../src/templating/rendered.ts';
+import type { RenderedConfig } from '../../src/templating/rendered.ts';
+import { routingConfig } from '../support/routing-config.ts';
 import { get, startEcho } from '../support/echo-backend.ts';
 import { freePort } from '../support/ports.ts';
 
-/** A front end routing by Host through a map, and one backend per name with its servers. */
+/** The shared routing configuration, with one server `s<port>` per port. */
 function config(port: number, backends: Record<string, number[]>, hosts: Record<string, string>, extra = ''): RenderedConfig {
-  const main = [
-    'global',
-    '  maxconn 256',
-    'defaults',
-    '  mode http',
-    '  timeout connect 1s',
-    '  timeout client 5s',
-    '  timeout server 5s',
-    'frontend fe',
-    `  bind 127.0.0.1:${port}`,
-    '  use_backend %[req.hdr(host),field(1,:),lower,map(maps/hosts.map,be_none)]',
-    'backend be_none',
-    '  http-request return status 404',
-    ...Object.entries(backends).flatMap(([name, ports]) => [`backend ${name}`, '  balance roundrobin', ...ports.map((p) => `  server s${p} 127.0.0.1:${p}`)]),
-    extra,
-  ].join('\n');
-  const map = Object.entries(hosts).map(([host, backend]) => `${host} ${backend}\n`).join('');
-  return sealRendered({ main, maps: { 'hosts.map': map }, files: {}, certs: {} });
+  const servers = Object.fromEntries(Object.entries(backends).map(([name, ports]) => [name, ports.map((p) => ({ name: `s${p}`, port: p }))]));
+  return routingConfig(port, servers, hosts, { extra });
 }
 
 describe('LocalTarget (real haproxy)', () => {
