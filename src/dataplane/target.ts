@@ -20,9 +20,10 @@
  * post and a reload, and says so in `detail.drift`.
  */
 import type { InstanceOutcome } from '../events.ts';
+import { type ReferencingFile, referencingFiles, rewriteFileRefs } from '../haproxy/aux-file-refs.ts';
 import { rewriteAuxRefs } from '../haproxy/aux-refs.ts';
 import { type Plan, type RuntimeOp, planDeployment } from '../haproxy/plan.ts';
-import type { RenderedConfig } from '../templating/rendered.ts';
+import { type RenderedConfig, auxPath } from '../templating/rendered.ts';
 import { DataplaneClient, type DataplaneClientOptions, DataplaneError, type ApiInfo, atLeast } from './client.ts';
 import { type ApiCall, translateOps } from './runtime-ops.ts';
 import { type Placement, SAFE_DIR, STORAGE_KINDS, type StorageKind, joinPath, placeFiles, placementKey } from './storage.ts';
@@ -75,6 +76,8 @@ const DELETE_ATTEMPTS = 120;
 
 interface PlacedFile extends Placement {
   path: string;
+  /** For a file that names other files: the content as uploaded, its references rewritten. */
+  sent?: string;
 }
 
 interface Deployed {
@@ -268,6 +271,9 @@ export class DataplaneTarget {
       await this.retryDeletes(ctx.signal);
       if (this.pendingDeletes.has(`${call.backend}/${call.server}`)) return { ok: false, reasons: [`server ${call.backend}/${call.server} is still being deleted`] };
     }
+    const referencing = referencingFiles(config);
+    const named = Object.keys(config.maps).find((name) => referencing.has(auxPath('maps', name)) && previous.config.maps[name] !== config.maps[name]);
+    if (named !== undefined) return { ok: false, reasons: [`map ${named} names other files: it is rewritten and uploaded, with a reload`] };
     try {
       for (const call of translation.calls) await this.call(call, ctx);
       // The map files, so that a reload or restart finds what the runtime now holds.
@@ -328,16 +334,28 @@ export class DataplaneTarget {
     if ('error' in placed) return { ok: false, reloaded: false, runtimeOps: 0, error: placed.error };
     const listing = await this.listStorage(new Set(STORAGE_KINDS), ctx);
     const placements = new Map<string, PlacedFile>();
-    for (const [key, p] of placed.placements) {
-      const content = config[p.kind][p.name]!;
+    const referencing = referencingFiles(config);
+    const pathOf = (p: Placement) => listing.files.get(p.storage)?.get(p.stored) ?? joinPath(listing.dirs[p.storage] ?? this.options.storageDirs?.[p.storage] ?? DEFAULT_DIRS[p.storage], p.stored);
+    // Files that name other files go last: what they name must be stored, and its path known, first.
+    const ordered = [...placed.placements].sort(([, a], [, b]) => Number(referencing.has(auxPath(a.kind, a.name))) - Number(referencing.has(auxPath(b.kind, b.name))));
+    for (const [key, p] of ordered) {
+      const names: ReferencingFile | undefined = referencing.get(auxPath(p.kind, p.name));
+      const rendered = config[p.kind][p.name]!;
+      const content = names
+        ? rewriteFileRefs(rendered, names.as, config, (ref) => {
+            const other = placed.placements.get(placementKey(ref.kind, ref.name));
+            return other ? (placements.get(placementKey(ref.kind, ref.name))?.path ?? pathOf(other)) : undefined;
+          })
+        : rendered;
       const existing = listing.files.get(p.storage)?.get(p.stored);
       const before = previous?.placements.get(key);
-      if (existing !== undefined && before?.stored === p.stored && before.storage === p.storage && previous?.config[p.kind][p.name] === content) {
-        placements.set(key, { ...p, path: existing });
+      const same = names ? before?.sent === content : before?.sent === undefined && previous?.config[p.kind][p.name] === content;
+      if (existing !== undefined && before?.stored === p.stored && before.storage === p.storage && same) {
+        placements.set(key, { ...p, path: existing, ...(names && { sent: content }) });
         continue;
       }
       ctx.touched = true;
-      placements.set(key, { ...p, path: await this.upload(p, content, existing, listing, ctx) });
+      placements.set(key, { ...p, path: await this.upload(p, content, existing, listing, ctx), ...(names && { sent: content }) });
       detail.ops.uploaded++;
     }
     this.step('upload', `${detail.ops.uploaded} files uploaded`);

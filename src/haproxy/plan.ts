@@ -97,6 +97,8 @@ export function planDeployment(previous: RenderedConfig | undefined, next: Rende
     ...auxReasons('certificate', previous.certs, next.certs),
     ...auxReasons('file', previous.files, next.files),
   ];
+  // What a file says on an instance depends on whether its references are rewritten.
+  if ((previous.referencing ?? []).join('\n') !== (next.referencing ?? []).join('\n')) reasons.push('the files marked as naming other files changed');
   for (const name of Object.keys({ ...previous.maps, ...next.maps }).sort(compareStrings)) {
     if (previous.maps[name] === undefined) reasons.push(`map ${name} is new`);
     else if (next.maps[name] === undefined) reasons.push(`map ${name} was removed`);

@@ -20,6 +20,39 @@ export function clampNote(note: string): string {
   return `${cut}...`;
 }
 
+const LINE_LIMIT = 300;
+// haproxy's own messages, wherever the API put them; the most severe come first.
+const HAPROXY_TAG = /(?=\[(?:ALERT|WARNING|NOTICE)\])/;
+const SEVERE = /^(\[ALERT\]|line=\d+ )/;
+
+function cutLine(line: string, limit = LINE_LIMIT): string {
+  if (Buffer.byteLength(line) <= limit) return line;
+  let cut = line.slice(0, limit - 3);
+  while (Buffer.byteLength(cut) > limit - 3) cut = cut.slice(0, -1);
+  return `${cut}…`;
+}
+
+/**
+ * A failure as a note: its first line (without the API's transaction id), then
+ * haproxy's own lines, alerts first, each cut to a readable length, as many as
+ * fit the API's limit, and how many more there were.
+ */
+export function failureNote(prefix: string, error: string): string {
+  const [first = '', ...rest] = error.split(/\r?\n/).flatMap((line) => line.split(HAPROXY_TAG)).map((l) => l.trim());
+  const headline = cutLine(`${prefix}${first.replace(/:?\s*err transactionId=\S*\s*$/, '').trim()}`, NOTE_LIMIT / 2);
+  const lines = rest.filter((l) => l !== '');
+  const ordered = [...lines.filter((l) => SEVERE.test(l)), ...lines.filter((l) => !SEVERE.test(l))];
+  let note = headline;
+  for (const [i, line] of ordered.entries()) {
+    const next = `${note}\n${cutLine(line)}`;
+    const left = ordered.length - i - 1;
+    const tail = left > 0 ? `\n… and ${left} more lines`.length + 8 : 0;
+    if (Buffer.byteLength(next) + tail > NOTE_LIMIT) return `${note}\n… and ${ordered.length - i} more lines`;
+    note = next;
+  }
+  return note;
+}
+
 /**
  * The Event a controller event becomes on the controller ConfigMap, if any:
  * Warnings for a rejected configuration, a failed render or validation and a failed
@@ -42,7 +75,7 @@ export function clusterEventFor(event: ControllerEvent): ClusterEvent | undefine
       return warn('ValidationFailed', 'Validate', `haproxy refused the configuration, the last good one stays live: ${shown.join('; ')}${more}`);
     }
     case 'InstanceDeployFailed':
-      return warn('DeployFailed', 'Deploy', `deployment to ${event.result.endpoint.id} failed: ${event.result.error ?? 'unknown error'}`);
+      return warn('DeployFailed', 'Deploy', failureNote(`deployment to ${event.result.endpoint.id} failed: `, event.result.error ?? 'unknown error'));
     case 'DeploymentCompleted': {
       const failed = event.results.filter((r) => !r.ok).length;
       if (failed > 0 || event.results.length === 0) return undefined;

@@ -25,7 +25,7 @@
  *   `isHostname`, `isPath`, `fail`, `get`; validators for cluster values
  *   (`isIP`, `isCidr`, `isPort`, `isDuration`, `isHeaderName`, `isHeaderValue`,
  *   `isRegex`, `tlsBundle`, `htpasswd`), escapes (`lfText`, `regexEscape`),
- *   `digest`, and `warn` and `certFile` (below).
+ *   `digest`, and `warn`, `certFile` and `referencesFiles` (below).
  * - `include(name, args)`: renders snippet `name` and returns its text, so it is
  *   written with `<%- include('backend', { svc }) %>`. Snippets come from the
  *   set, never from disk; an unknown name or an include cycle aborts. A snippet
@@ -48,6 +48,9 @@
  * - `h.certFile(name, content)` adds `ssl/<name>` to the output, for files
  *   whose number depends on the cluster (one per TLS Secret, a crt-list); a
  *   certificate template of the same name is an error.
+ * - `h.referencesFiles()` in a map, general or certificate template marks its
+ *   output as naming other rendered files (`general/<name>`, …); the render
+ *   result lists it in `referencing`.
  * - `h.fail(message)` aborts the render; so does any throw. The error names
  *   the template (the snippet, if it failed in one) and the line where it was
  *   thrown, exact even inside a multi-line `<% %>` block. A thrown non-Error
@@ -240,7 +243,7 @@ export function renderTemplates(templates: CompiledTemplates, input: RenderInput
   try {
     const snippetEscape = snippetEscapes.get(templates);
     if (!snippetEscape || !session) return { ok: false, error: { template: current, message: 'templates must come from compileTemplates' } };
-    const collected: RenderSession = { warnings: new Map(), certs: new Map(), once: new Map() };
+    const collected: RenderSession = { warnings: new Map(), certs: new Map(), once: new Map(), file: 'haproxy.cfg', referencing: new Set() };
     session.current = collected;
     const active: string[] = [];
     const context: Record<string, unknown> = {
@@ -268,6 +271,7 @@ export function renderTemplates(templates: CompiledTemplates, input: RenderInput
     };
     const run = (unit: CompiledTemplate, escape: Escape): string => {
       current = unit.label;
+      collected.file = unit.label;
       snippetEscape.current = escape;
       try {
         return unit.render(context);
@@ -284,7 +288,8 @@ export function renderTemplates(templates: CompiledTemplates, input: RenderInput
     const [maps, files, certs] = AUX_KINDS.map(aux) as [Record<string, string>, Record<string, string>, Record<string, string>];
     // certFile() refuses template names, so the added files never replace a template's output.
     for (const [name, content] of collected.certs) certs[name] = content;
-    return { ok: true, config: sealRendered({ main, maps, files, certs }), warnings: [...collected.warnings.values()] };
+    const referencing = [...collected.referencing];
+    return { ok: true, config: sealRendered({ main, maps, files, certs, ...(referencing.length > 0 && { referencing }) }), warnings: [...collected.warnings.values()] };
   } catch (thrown) {
     // run() and include() only let TemplateFaults out; anything else is a bad input or a bug here.
     const fault = asFault(thrown);

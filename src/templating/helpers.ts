@@ -72,6 +72,14 @@ export interface Helpers {
    * aborts. For files whose number depends on the cluster (one per Secret).
    */
   certFile(name: unknown, content: unknown): string;
+  /**
+   * Marks the file being rendered (a map, general or certificate file) as one
+   * that names other rendered files as `maps/<name>`, `general/<name>` or
+   * `ssl/<name>`: where those files live elsewhere (a Data Plane API instance's
+   * storage), the names are rewritten as haproxy.cfg's are. Crt-lists need no
+   * mark. Returns ''.
+   */
+  referencesFiles(): string;
   /** 12 hex digits of a SHA-256 over the parts: a short, stable name for a combination of values. */
   digest(...parts: unknown[]): string;
   /** Text for a log-format argument (set-header values, redirect locations): `%` doubled, so it stays literal. */
@@ -116,6 +124,10 @@ export interface RenderWarning {
 export interface RenderSession {
   warnings: Map<string, RenderWarning>;
   certs: Map<string, string>;
+  /** The file being rendered, e.g. `general/x.lua` or `haproxy.cfg`. */
+  file: string;
+  /** Files marked by referencesFiles(). */
+  referencing: Set<string>;
   /** Values computed once per render and shared by its templates (h.once). */
   once: Map<string, unknown>;
 }
@@ -179,6 +191,12 @@ export function createHelpers(known: KnownFiles, session: () => RenderSession | 
       if (existing !== undefined && existing !== content) abort(`certFile(): ${JSON.stringify(name)} was already added with other content`);
       open.certs.set(name, content);
       return auxPath('certs', name);
+    },
+    referencesFiles: () => {
+      const open = session() ?? abort('referencesFiles() marks a file of a render, and no render is running');
+      if (open.file === 'haproxy.cfg') abort('referencesFiles(): haproxy.cfg needs no mark, its file references are always known');
+      open.referencing.add(open.file);
+      return '';
     },
     digest,
     lfText,

@@ -12,6 +12,11 @@ export interface RenderedFiles {
   maps: Readonly<Record<string, string>>;
   files: Readonly<Record<string, string>>;
   certs: Readonly<Record<string, string>>;
+  /**
+   * Auxiliary files (as `general/<name>`, …) whose content names other rendered
+   * files, as marked by their templates (crt-lists are found without a mark).
+   */
+  referencing?: readonly string[];
 }
 
 export interface RenderedConfig extends RenderedFiles {
@@ -23,13 +28,22 @@ export const AUX_DIRS = { maps: 'maps', files: 'general', certs: 'ssl' } as cons
 export type AuxKind = keyof typeof AUX_DIRS;
 export const AUX_KINDS: readonly AuxKind[] = ['maps', 'files', 'certs'];
 
+const compareCodeUnits = (a: string, b: string) => (a < b ? -1 : a > b ? 1 : 0);
+
 /** Name-sorted copy, so that iteration order never depends on insertion order. */
 function sortedRecord(record: Readonly<Record<string, string>>): Record<string, string> {
-  return Object.fromEntries(Object.entries(record).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)));
+  return Object.fromEntries(Object.entries(record).sort(([a], [b]) => compareCodeUnits(a, b)));
 }
 
 export function sealRendered(files: RenderedFiles): RenderedConfig {
-  const sealed = { main: files.main, maps: sortedRecord(files.maps), files: sortedRecord(files.files), certs: sortedRecord(files.certs) };
+  const referencing = [...new Set(files.referencing ?? [])].sort(compareCodeUnits);
+  const sealed = {
+    main: files.main,
+    maps: sortedRecord(files.maps),
+    files: sortedRecord(files.files),
+    certs: sortedRecord(files.certs),
+    ...(referencing.length > 0 && { referencing }),
+  };
   const h = createHash('sha256');
   const part = (label: string, content: string) => {
     // Length-prefixed, so that no two different file sets hash alike.
@@ -38,6 +52,7 @@ export function sealRendered(files: RenderedFiles): RenderedConfig {
   };
   part('main', sealed.main);
   for (const kind of AUX_KINDS) for (const [name, content] of Object.entries(sealed[kind])) part(`${kind}/${name}`, content);
+  if (referencing.length > 0) part('referencing', referencing.join('\n'));
   return { ...sealed, hash: h.digest('hex') };
 }
 

@@ -5,7 +5,9 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { promisify } from 'node:util';
+import { crtListRefs, markedFileRefs, referencingFiles, rewriteFileRefs } from '../../src/haproxy/aux-file-refs.ts';
 import { findAuxRefs, rewriteAuxRefs, spannedWords } from '../../src/haproxy/aux-refs.ts';
+import { sealRendered } from '../../src/templating/rendered.ts';
 import { tokenize } from '../../src/haproxy/config.ts';
 import { freePort } from '../support/ports.ts';
 
@@ -180,5 +182,50 @@ describe('aux-refs: the rewritten configuration against haproxy -c', () => {
     assert.match(await check(main), /failed to open pattern file <maps\/blocked\.lst>/);
     const rewritten = rewriteAuxRefs(main, (ref) => join(storage, ref.kind === 'maps' ? 'maps' : 'general', ref.name)).text;
     assert.equal(await check(rewritten), 'valid');
+  });
+});
+
+describe('aux-refs: references inside auxiliary files', () => {
+  const absolute = (ref: { kind: string; name: string }) => `/srv/${ref.kind}/${ref.name}`;
+  const render = (main: string, certs: Record<string, string>, files: Record<string, string> = {}, referencing?: string[]) =>
+    sealRendered({ main, maps: { 'hosts.map': 'a b\n' }, files, certs, ...(referencing && { referencing }) });
+
+  test('a crt-list names its certificates first on each entry, and CA files among its bracketed options', () => {
+    const list = ['# a comment names ssl/x.pem', '', 'ssl/a.pem [ca-file ssl/ca.pem verify required] a.test !b.a.test', '  ssl/b.pem [alpn h2 crl-file  ssl/crl.pem]', 'ssl/c.pem [ca-verify-file ssl/v.pem]', 'ssl/d.pem *.d.test', '/etc/ssl/e.pem'].join('\n');
+    assert.deepEqual(crtListRefs(list).map((r) => `${r.base} ${r.path} ${list.slice(r.start, r.end)}`), [
+      'crt ssl/a.pem ssl/a.pem',
+      'ca ssl/ca.pem ssl/ca.pem',
+      'crt ssl/b.pem ssl/b.pem',
+      'ca ssl/crl.pem ssl/crl.pem',
+      'crt ssl/c.pem ssl/c.pem',
+      'ca ssl/v.pem ssl/v.pem',
+      'crt ssl/d.pem ssl/d.pem',
+    ]);
+  });
+
+  test('finds crt-lists through haproxy.cfg and marked files through the render; certificates and other files are not referencing', () => {
+    const main = 'frontend fe\n  bind :443 ssl crt-list ssl/https.crtlist\n  bind :8443 ssl crt ssl/a.pem\n  errorfile 503 general/503.http\n';
+    const config = render(main, { 'https.crtlist': 'ssl/a.pem a.test\n', 'a.pem': 'PEM' }, { '503.http': 'x', 'notes.txt': 'see maps/hosts.map' }, ['general/notes.txt']);
+    assert.deepEqual([...referencingFiles(config)].map(([path, r]) => `${path} ${r.as}`), ['ssl/https.crtlist crt-list', 'general/notes.txt marked']);
+  });
+
+  test('rewrites the references of a crt-list and leaves the rest of each line as it was', () => {
+    const main = 'frontend fe\n  bind :443 ssl crt-list ssl/l\n';
+    const list = 'ssl/a.pem [ca-file ssl/ca.pem verify required] a.test\n# ssl/a.pem\nssl/b.pem\n';
+    const config = render(main, { l: list, 'a.pem': 'A', 'ca.pem': 'C', 'b.pem': 'B' });
+    assert.equal(rewriteFileRefs(list, 'crt-list', config, absolute), '/srv/certs/a.pem [ca-file /srv/certs/ca.pem verify required] a.test\n# ssl/a.pem\n/srv/certs/b.pem\n');
+    // crt-base moves crt-list entries as it moves `crt`: they stay as written, for haproxy to resolve.
+    const based = render(`global\n  crt-base /etc/certs\n${main}`, { l: list, 'a.pem': 'A', 'ca.pem': 'C', 'b.pem': 'B' });
+    assert.equal(rewriteFileRefs(list, 'crt-list', based, absolute), 'ssl/a.pem [ca-file /srv/certs/ca.pem verify required] a.test\n# ssl/a.pem\nssl/b.pem\n');
+  });
+
+  test('rewrites in a marked file only the names of rendered files, standing alone', () => {
+    const config = render('frontend fe\n', { 'a.pem': 'A' }, { 'x.lua': '' }, ['general/x.lua']);
+    const text = 'local m = "maps/hosts.map" -- and ssl/a.pem.\nlocal n = "maps/other.map", "xmaps/hosts.map", "maps/hosts.map2"\n';
+    assert.equal(
+      rewriteFileRefs(text, 'marked', config, absolute),
+      'local m = "/srv/maps/hosts.map" -- and /srv/certs/a.pem.\nlocal n = "maps/other.map", "xmaps/hosts.map", "maps/hosts.map2"\n',
+    );
+    assert.equal(markedFileRefs(text, config).length, 2);
   });
 });

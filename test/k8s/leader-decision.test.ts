@@ -107,6 +107,25 @@ describe('clusterEventFor', () => {
     ]);
   });
 
+  it('keeps haproxy\'s own error lines in a DeployFailed note, without the API\'s transaction noise, within the size limit', () => {
+    const alert = (n: number) => `line=${n} msg="'bind :443' in section 'frontend' : 'crt-list' : unable to stat SSL certificate from file 'ssl/site-${n}.pem' : No such file or directory."`;
+    const error = `POST /v3/services/haproxy/configuration/raw: 400 Bad Request: validation error: exit status 1: err transactionId=1a15ff32-f3f6-4997 \n${alert(32)}\n${alert(48)}`;
+    const note = clusterEventFor({ type: 'InstanceDeployFailed', deployment, result: result(false, error) })!.note;
+    assert.equal(
+      note,
+      `deployment to p1 failed: POST /v3/services/haproxy/configuration/raw: 400 Bad Request: validation error: exit status 1\n${alert(32)}\n${alert(48)}`,
+    );
+    // Many long lines: each is cut, the first ones are kept, and the note says how many more there were.
+    const many = `reload 2026-01-01-1 failed: [NOTICE] (1) : haproxy version is 2.6.12\n${Array.from({ length: 40 }, (_, i) => `[ALERT] (1) : ${'x'.repeat(400)} ${i}`).join('\n')}`;
+    const long = clusterEventFor({ type: 'InstanceDeployFailed', deployment, result: result(false, many) })!.note;
+    assert.ok(Buffer.byteLength(long) <= 1024, String(Buffer.byteLength(long)));
+    const lines = long.split('\n');
+    assert.equal(lines[0], 'deployment to p1 failed: reload 2026-01-01-1 failed:');
+    assert.match(lines[1]!, /^\[ALERT\] \(1\) : x+…$/, 'alerts come before notices, each cut');
+    assert.ok(lines.length >= 3);
+    assert.match(lines.at(-1)!, /^… and \d+ more lines$/);
+  });
+
   it('keeps notes within the 1024 bytes the API allows', () => {
     const note = clampNote('é'.repeat(2_000));
     assert.ok(Buffer.byteLength(note) <= 1024);

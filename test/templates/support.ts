@@ -52,6 +52,8 @@ export interface Send {
   headers?: Record<string, string>;
   tls?: boolean;
   sni?: string;
+  /** Trust only this CA (PEM) and check the certificate against the SNI name, as a browser would. */
+  ca?: string;
   agent?: Agent;
 }
 
@@ -70,7 +72,7 @@ export function send(port: number, req: Send): Promise<Reply> {
         resolve({ status: res.statusCode ?? 0, headers: res.headers, body, echo, certificate: typeof certificate === 'string' ? certificate : undefined });
       });
     };
-    const r = req.tls ? httpsRequest({ ...options, servername: req.sni ?? req.host.split(':')[0], rejectUnauthorized: false }, onReply) : httpRequest(options, onReply);
+    const r = req.tls ? httpsRequest({ ...options, servername: req.sni ?? req.host.split(':')[0], ...(req.ca !== undefined ? { ca: req.ca, rejectUnauthorized: true } : { rejectUnauthorized: false }) }, onReply) : httpRequest(options, onReply);
     r.setTimeout(5_000, () => r.destroy(new Error('request timed out')));
     r.on('error', reject);
     r.end();

@@ -520,6 +520,18 @@ describe('render warnings and added certificate files', () => {
     assert.match(renderError({ main: "<% h.certFile('a.pem', 5) %>" }).message, /content must be a string/);
   });
 
+  it('lists the files marked by h.referencesFiles() (from a snippet too) in the render, and changes the hash with them', () => {
+    const files = { 'x.lua': "<% h.referencesFiles() %>-- <%= h.mapPath('m.map') %>\n", 'y.txt': "<%- include('mark') %>y\n", 'plain.txt': 'p\n' };
+    const templates = compiled({ main: '', maps: { 'm.map': '' }, files, snippets: { mark: '<% h.referencesFiles() %>' } });
+    const config = rendered(templates);
+    assert.deepEqual(config.referencing, ['general/x.lua', 'general/y.txt']);
+    assert.equal(config.files['x.lua'], '-- maps/m.map\n');
+    const unmarked = rendered(compiled({ main: '', maps: { 'm.map': '' }, files: { ...files, 'x.lua': "-- <%= h.mapPath('m.map') %>\n" }, snippets: { mark: '' } }));
+    assert.equal(unmarked.referencing, undefined, 'nothing marked, nothing listed');
+    assert.notEqual(unmarked.hash, config.hash);
+    assert.match(renderError({ main: '<% h.referencesFiles() %>' }).message, /haproxy\.cfg needs no mark/);
+  });
+
   it('forgets the files and warnings of a failed render', () => {
     const templates = compiled({ main: "<% h.certFile('a.pem', 'A'); h.warn('x', 'y'); if (values.fail) h.fail('stop') %>" });
     assert.equal(renderTemplates(templates, { resources: {}, values: { fail: true } }).ok, false);

@@ -1,0 +1,153 @@
+/**
+ * References to rendered files from inside other auxiliary files, and how to
+ * rewrite them as haproxy.cfg's are rewritten (aux-refs.ts). Two kinds of file
+ * name other files:
+ * - crt-lists, found through haproxy.cfg (`bind … crt-list <file>`): each entry
+ *   starts with a certificate path and may carry `ca-file`, `crl-file` and
+ *   `ca-verify-file` paths among its `[…]` options;
+ * - files a template marks with `h.referencesFiles()`: every `maps/<name>`,
+ *   `general/<name>` or `ssl/<name>` in them that names a rendered file.
+ * Pure: no IO.
+ */
+import { AUX_DIRS, type AuxKind, type RenderedConfig, auxPath } from '../templating/rendered.ts';
+import { type RefBase, findAuxRefs, isRedirected, spannedWords } from './aux-refs.ts';
+
+export interface FileRef {
+  /** Character offsets of the path in the file's text: [start, end). */
+  start: number;
+  end: number;
+  path: string;
+  kind: AuxKind;
+  name: string;
+  base: RefBase;
+}
+
+export type ReferencingKind = 'crt-list' | 'marked';
+
+/** A file whose content names other files. */
+export interface ReferencingFile {
+  kind: AuxKind;
+  name: string;
+  as: ReferencingKind;
+}
+
+const KIND_OF_DIR: ReadonlyMap<string, AuxKind> = new Map((Object.entries(AUX_DIRS) as [AuxKind, string][]).map(([kind, dir]) => [dir, kind]));
+
+function classify(path: string): { kind: AuxKind; name: string } | undefined {
+  const slash = path.indexOf('/');
+  if (slash <= 0) return undefined;
+  const kind = KIND_OF_DIR.get(path.slice(0, slash));
+  const name = path.slice(slash + 1);
+  if (kind === undefined || name === '' || name.includes('/')) return undefined;
+  return { kind, name };
+}
+
+const CRT_LIST_PATH_OPTIONS: Readonly<Record<string, RefBase>> = { 'ca-file': 'ca', 'crl-file': 'ca', 'ca-verify-file': 'ca' };
+
+/**
+ * The file references of a crt-list, as haproxy 2.6 reads one: a line is split
+ * on blanks (no quoting), `#` starts a comment line, the first word is the
+ * certificate and `[` … `]` encloses per-entry bind options.
+ */
+export function crtListRefs(text: string): FileRef[] {
+  const refs: FileRef[] = [];
+  let offset = 0;
+  for (const line of text.split('\n')) {
+    const lineStart = offset;
+    offset += line.length + 1;
+    if (/^\s*(#|$)/.test(line)) continue;
+    const words = [...line.matchAll(/\S+/g)].map((m) => ({ text: m[0], at: lineStart + m.index }));
+    const add = (word: { text: string; at: number } | undefined, base: RefBase, strip = false) => {
+      if (!word) return;
+      let { text: path, at } = word;
+      if (strip) {
+        // Bracketed options may touch their brackets: `[ca-file ssl/ca.pem]`.
+        const lead = /^\[*/.exec(path)![0].length;
+        path = path.slice(lead).replace(/\]+$/, '');
+        at += lead;
+      }
+      const found = classify(path);
+      if (found) refs.push({ start: at, end: at + path.length, path, ...found, base });
+    };
+    add(words[0], 'crt');
+    let inOptions = false;
+    for (let i = 1; i < words.length; i++) {
+      const word = words[i]!.text;
+      if (word.startsWith('[')) inOptions = true;
+      if (inOptions) {
+        const option = word.replace(/^\[+/, '').replace(/\]+$/, '');
+        const base = CRT_LIST_PATH_OPTIONS[option];
+        if (base !== undefined && !word.endsWith(']')) add(words[i + 1], base, true);
+      }
+      if (word.endsWith(']')) inOptions = false;
+    }
+  }
+  return refs;
+}
+
+// A path naming a rendered file, standing alone: no path character right before or after it.
+const MARKED_PATH = /(?<![A-Za-z0-9._/-])(?:maps|general|ssl)\/[A-Za-z0-9._-]+/g;
+
+/** The references in a marked file: each `<dir>/<name>` that names a file of the render. */
+export function markedFileRefs(text: string, files: Pick<RenderedConfig, AuxKind>): FileRef[] {
+  const refs: FileRef[] = [];
+  for (const m of text.matchAll(MARKED_PATH)) {
+    // A sentence may end right after a path: `see ssl/a.pem.`
+    const path = m[0].replace(/\.+$/, '');
+    const found = classify(path);
+    if (!found || files[found.kind][found.name] === undefined) continue;
+    refs.push({ start: m.index, end: m.index + path.length, path, ...found, base: 'none' });
+  }
+  return refs;
+}
+
+/** The auxiliary files of a render whose content names other files: crt-lists haproxy.cfg names, and marked files. */
+export function referencingFiles(config: RenderedConfig): Map<string, ReferencingFile> {
+  const found = new Map<string, ReferencingFile>();
+  let lines: string[] | undefined;
+  for (const ref of findAuxRefs(config.main).refs) {
+    if (ref.base !== 'crt' || ref.bundle || config[ref.kind][ref.name] === undefined) continue;
+    const key = auxPath(ref.kind, ref.name);
+    lines ??= config.main.split('\n');
+    if (!found.has(key) && isCrtListRef(lines[ref.line - 1] ?? '', ref.word)) found.set(key, { kind: ref.kind, name: ref.name, as: 'crt-list' });
+  }
+  for (const path of config.referencing ?? []) {
+    const at = classify(path);
+    if (at && config[at.kind][at.name] !== undefined && !found.has(path)) found.set(path, { ...at, as: 'marked' });
+  }
+  return found;
+}
+
+function isCrtListRef(line: string, word: number): boolean {
+  const words = spannedWords(line.replace(/\r$/, ''));
+  return words?.[0]?.text === 'bind' && words[word - 1]?.text === 'crt-list';
+}
+
+// What a replacement path may hold: it is written into the file as is.
+const SAFE_PATH = /^[A-Za-z0-9._/@+-]+$/;
+
+/**
+ * The content of a referencing file with each reference that `resolve` maps
+ * replaced. References a `crt-base` or `ca-base` of haproxy.cfg redirects are
+ * left alone, as in haproxy.cfg.
+ */
+export function rewriteFileRefs(
+  text: string,
+  as: ReferencingKind,
+  files: Pick<RenderedConfig, AuxKind | 'main'>,
+  resolve: (ref: FileRef) => string | undefined,
+): string {
+  const scan = findAuxRefs(files.main);
+  const refs = as === 'crt-list' ? crtListRefs(text) : markedFileRefs(text, files);
+  let out = '';
+  let at = 0;
+  for (const ref of refs) {
+    if (isRedirected(ref, scan)) continue;
+    const replacement = resolve(ref);
+    if (replacement === undefined || replacement === ref.path) continue;
+    if (!SAFE_PATH.test(replacement)) throw new RangeError(`cannot write ${JSON.stringify(replacement)} into a ${as} file as a plain path`);
+    out += text.slice(at, ref.start) + replacement;
+    at = ref.end;
+  }
+  return out + text.slice(at);
+}
