@@ -55,7 +55,7 @@ await writeFile(join(manifests, 'slice.yaml'), slice(echoes[0]!.port));
 
 const haprx: ChildProcess = spawn(
   process.execPath,
-  ['bin/haprx.js', 'local', manifests, '--state-dir', stateDir, '--set', `httpPort=${port}`, '--set', 'bindAddress=127.0.0.1', '--health-port', '0', '--metrics-port', '0'],
+  ['bin/haprx.js', 'local', manifests, '--state-dir', stateDir, '--set', `httpPort=${port}`, '--set', 'bindAddress=127.0.0.1', '--health-port', '0', '--debug-port', '0', '--metrics-port', '0'],
   { cwd: root, stdio: ['ignore', 'ignore', 'inherit'] },
 );
 

@@ -49,7 +49,7 @@ const deployments: { at: number; reloaded: boolean }[] = [];
 const started = performance.now();
 const haprx: ChildProcess = spawn(
   process.execPath,
-  ['bin/haprx.js', 'local', manifests, '--state-dir', stateDir, '--set', `httpPort=${httpPort}`, '--set', 'bindAddress=127.0.0.1', '--health-port', '0', '--metrics-port', String(metricsPort)],
+  ['bin/haprx.js', 'local', manifests, '--state-dir', stateDir, '--set', `httpPort=${httpPort}`, '--set', 'bindAddress=127.0.0.1', '--health-port', '0', '--debug-port', '0', '--metrics-port', String(metricsPort)],
   { cwd: root, stdio: ['ignore', 'pipe', 'inherit'] },
 );
 let partial = '';

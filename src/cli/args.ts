@@ -33,3 +33,15 @@ export function shippedTemplates(): string {
   }
   return resolve('templates');
 }
+
+/** A `--*-port` flag: 0 to 65535, where 0 turns the listener off. */
+export function parsePort(flag: string, text: string): { ok: true; port: number } | { ok: false; message: string } {
+  const port = Number(text);
+  if (!/^\d+$/.test(text) || !Number.isInteger(port) || port > 65_535) return { ok: false, message: `--${flag} ${text}: expected a port number (0 turns it off)` };
+  return { ok: true, port };
+}
+
+/** Whether an address is loopback-only (127.0.0.0/8, ::1, localhost): not reachable from other hosts. */
+export function isLoopback(address: string): boolean {
+  return address === 'localhost' || address === '::1' || /^127\.\d{1,3}\.\d{1,3}\.\d{1,3}$/.test(address);
+}

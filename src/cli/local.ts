@@ -11,7 +11,7 @@ import { LocalTarget } from '../local/target.ts';
 import { startObservability } from '../observability/index.ts';
 import { createLogger } from '../observability/logger.ts';
 import { controller } from '../../streams/controller.ts';
-import { parseSets, shippedTemplates } from './args.ts';
+import { parsePort, parseSets, shippedTemplates } from './args.ts';
 import { loadControllerConfig } from './load-config.ts';
 import type { Command } from './main.ts';
 import { controllerGraph } from './wiring.ts';
@@ -20,6 +20,7 @@ export const localCommand: Command = {
   summary: 'run the controller on a folder of manifests, driving a local haproxy',
   usage: `Usage: haprx local DIR [--templates DIR] [--state-dir DIR] [--haproxy-bin PATH] [--set key=value ...]
                   [--health-port N] [--metrics-port N] [--listen-address ADDR]
+                  [--debug-port N] [--debug-address ADDR]
 
 Runs the controller until interrupted. Kubernetes objects come from the YAML files
 in DIR, which is watched: edit a file and haprx reconciles. haprx starts haproxy in
@@ -31,9 +32,11 @@ Options:
   --state-dir DIR     haproxy.cfg, maps and sockets (default: .haprx/state)
   --haproxy-bin PATH  the haproxy binary (default: haproxy on the PATH)
   --set key=value     a template value, e.g. --set httpPort=18080 (repeatable)
-  --health-port N     /healthz, /readyz and /debug/vars (default 8080; 0 turns it off)
+  --health-port N     /healthz and /readyz (default 8080; 0 turns it off)
   --metrics-port N    Prometheus /metrics (default 9090; 0 turns it off)
   --listen-address A  where both listen (default 127.0.0.1)
+  --debug-port N      /debug/vars (default 8081; 0 turns it off)
+  --debug-address A   where /debug/vars listens (default 127.0.0.1)
 
 Traces go to an OTLP/HTTP endpoint when OTEL_EXPORTER_OTLP_ENDPOINT (or
 OTEL_EXPORTER_OTLP_TRACES_ENDPOINT) is set, e.g. Jaeger's http://127.0.0.1:4318.
@@ -49,6 +52,8 @@ OTEL_EXPORTER_OTLP_TRACES_ENDPOINT) is set, e.g. Jaeger's http://127.0.0.1:4318.
         'health-port': { type: 'string', default: '8080' },
         'metrics-port': { type: 'string', default: '9090' },
         'listen-address': { type: 'string', default: '127.0.0.1' },
+        'debug-port': { type: 'string', default: '8081' },
+        'debug-address': { type: 'string', default: '127.0.0.1' },
       },
       allowPositionals: true,
       strict: true,
@@ -63,13 +68,13 @@ OTEL_EXPORTER_OTLP_TRACES_ENDPOINT) is set, e.g. Jaeger's http://127.0.0.1:4318.
       return 2;
     }
     const ports: Record<string, number> = {};
-    for (const flag of ['health-port', 'metrics-port'] as const) {
-      const port = Number(values[flag]);
-      if (!Number.isInteger(port) || port < 0 || port > 65_535) {
-        process.stderr.write(`haprx: --${flag} ${values[flag]}: expected a port number (0 turns it off)\n`);
+    for (const flag of ['health-port', 'metrics-port', 'debug-port'] as const) {
+      const port = parsePort(flag, values[flag]);
+      if (!port.ok) {
+        process.stderr.write(`haprx: ${port.message}\n`);
         return 2;
       }
-      ports[flag] = port;
+      ports[flag] = port.port;
     }
     const manifests = resolve(positionals[0]!);
     const templates = resolve(values.templates ?? shippedTemplates());
@@ -81,6 +86,7 @@ OTEL_EXPORTER_OTLP_TRACES_ENDPOINT) is set, e.g. Jaeger's http://127.0.0.1:4318.
       log,
       health: ports['health-port'] ? { port: ports['health-port'], host } : false,
       metrics: ports['metrics-port'] ? { port: ports['metrics-port'], host } : false,
+      debug: ports['debug-port'] ? { port: ports['debug-port'], host: values['debug-address'] } : false,
       onListenError: 'warn',
     });
     const target = new LocalTarget({

@@ -21,6 +21,7 @@ import { startObservability } from '../observability/index.ts';
 import { createLogger } from '../observability/logger.ts';
 import type { RenderedConfig } from '../templating/rendered.ts';
 import { controller } from '../../streams/controller.ts';
+import { isLoopback, parsePort } from './args.ts';
 import { loadControllerConfig } from './load-config.ts';
 import type { Command } from './main.ts';
 import { controllerGraph } from './wiring.ts';
@@ -279,7 +280,8 @@ export const runCommand: Command = {
   usage: `Usage: haprx run [--namespace NS] [--configmap NAME] [--credentials-secret NAME] [--lease NAME]
                 [--identity ID] [--kubeconfig FILE] [--haproxy-bin PATH] [--drain-timeout DURATION]
                 [--lease-duration DURATION] [--renew-deadline DURATION] [--retry-period DURATION]
-                [--health-port N] [--metrics-port N]
+                [--health-port N] [--metrics-port N] [--listen-address ADDR]
+                [--debug-port N] [--debug-address ADDR]
 
 Runs the controller until SIGTERM or SIGINT. The controller configuration (templates,
 watched resources, settings) is the ConfigMap; the Data Plane API credentials are the
@@ -305,8 +307,14 @@ Options (environment variable in brackets):
   --lease-duration DURATION     default 15s
   --renew-deadline DURATION     default 10s
   --retry-period DURATION       default 2s
-  --health-port N               /healthz, /readyz, /debug/vars (default 8080; 0 turns it off)
+  --health-port N               /healthz, /readyz (default 8080; 0 turns it off)
   --metrics-port N              Prometheus /metrics (default 9090; 0 turns it off)
+  --listen-address ADDR         where health and metrics listen (default 0.0.0.0: the pod's
+                                network, for probes and scrapes)
+  --debug-port N                /debug/vars (default 8081; 0 turns it off). It shows the
+                                rendered configuration: reach it with kubectl port-forward
+  --debug-address ADDR          where /debug/vars listens (default 127.0.0.1: not reachable
+                                from the pod network)
 `,
   async run(argv) {
     const { values } = parseArgs({
@@ -325,6 +333,9 @@ Options (environment variable in brackets):
         'retry-period': { type: 'string' },
         'health-port': { type: 'string', default: '8080' },
         'metrics-port': { type: 'string', default: '9090' },
+        'listen-address': { type: 'string', default: '0.0.0.0' },
+        'debug-port': { type: 'string', default: '8081' },
+        'debug-address': { type: 'string', default: '127.0.0.1' },
       },
       allowPositionals: false,
       strict: true,
@@ -344,10 +355,10 @@ Options (environment variable in brackets):
       if (!(timings.retryPeriodMs < timings.renewDeadlineMs && timings.renewDeadlineMs < timings.leaseDurationMs)) {
         throw new Error('expected --retry-period < --renew-deadline < --lease-duration');
       }
-      for (const flag of ['health-port', 'metrics-port'] as const) {
-        const port = Number(values[flag]);
-        if (!Number.isInteger(port) || port < 0 || port > 65_535) throw new Error(`--${flag} ${values[flag]}: expected a port number (0 turns it off)`);
-        ports[flag] = port;
+      for (const flag of ['health-port', 'metrics-port', 'debug-port'] as const) {
+        const port = parsePort(flag, values[flag]);
+        if (!port.ok) throw new Error(port.message);
+        ports[flag] = port.port;
       }
     } catch (err) {
       process.stderr.write(`haprx: ${(err as Error).message}\n`);
@@ -367,10 +378,14 @@ Options (environment variable in brackets):
     const credentialsSecret = values['credentials-secret'] ?? env[ENV.secret] ?? 'haprx-dataplane';
     const lease = values.lease ?? env[ENV.lease] ?? 'haprx-leader';
 
+    const host = values['listen-address'];
+    const debugHost = values['debug-address'];
+    if (ports['debug-port'] && !isLoopback(debugHost)) log.warn({ host: debugHost }, `/debug/vars listens on ${debugHost}, not a loopback address: anyone who reaches it reads the rendered configuration`);
     const obs = await startObservability({
       log,
-      health: ports['health-port'] ? { port: ports['health-port'] } : false,
-      metrics: ports['metrics-port'] ? { port: ports['metrics-port'] } : false,
+      health: ports['health-port'] ? { port: ports['health-port'], host } : false,
+      metrics: ports['metrics-port'] ? { port: ports['metrics-port'], host } : false,
+      debug: ports['debug-port'] ? { port: ports['debug-port'], host: debugHost } : false,
     });
     log.info({ source: loadedConfig.source, namespace, configMap, credentialsSecret, lease, identity }, `haprx run: ConfigMap ${namespace}/${configMap}, lease ${lease} as ${identity}`);
     const running = startInCluster({

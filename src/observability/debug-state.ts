@@ -1,8 +1,8 @@
-import { JSONPath } from 'jsonpath-plus';
 import type { ControllerConfig } from '../config/controller-config.ts';
 import type { ControllerEvent, InstanceResult } from '../events.ts';
 import { AUX_KINDS, type RenderedConfig, auxPath } from '../templating/rendered.ts';
 import type { LogLine } from './event-log.ts';
+import { parseFieldPath, selectPath } from './field-path.ts';
 import type { ReconcileLifecycle } from './lifecycle.ts';
 import { redactFields, redactHaproxyConfig, redactPem } from './redact.ts';
 
@@ -208,15 +208,16 @@ export class DebugState {
     return JSON.parse(JSON.stringify(snapshot, (_k, v: unknown) => (typeof v === 'string' ? scrub(v) : v))) as Record<string, unknown>;
   }
 
-  /** The snapshot, or the part that a JSONPath expression selects (always a list of matches). */
+  /**
+   * The snapshot, or the part a field path selects (always a list of matches).
+   * The path language walks and nothing else (field-path.ts): a request cannot
+   * make the controller evaluate anything.
+   */
   select(field: string | null): { ok: true; value: unknown } | { ok: false; message: string } {
-    const json = this.snapshot();
-    if (field === null || field === '') return { ok: true, value: json };
-    try {
-      return { ok: true, value: JSONPath({ path: field, json, wrap: true, eval: 'safe' }) as unknown };
-    } catch (err) {
-      return { ok: false, message: `field=${field}: ${(err as Error).message}` };
-    }
+    if (field === null || field === '') return { ok: true, value: this.snapshot() };
+    const path = parseFieldPath(field);
+    if (!path.ok) return { ok: false, message: `field: ${path.message}` };
+    return { ok: true, value: selectPath(this.snapshot(), path.steps) };
   }
 }
 

@@ -4,15 +4,21 @@ import { type Tracing, tracingFromEnv } from './tracing.ts';
 
 export interface Listen {
   port: number;
-  /** Default 0.0.0.0 (every interface), as a pod needs; `haprx local` uses 127.0.0.1. */
+  /** Default 0.0.0.0 (every interface) for health and metrics, as a pod needs; 127.0.0.1 for debug. */
   host?: string;
 }
 
 export interface ObservabilityOptions extends Omit<ObserverOptions, 'tracer'> {
-  /** /healthz, /readyz and /debug/vars; default port 8080. `false` turns it off. */
+  /** /healthz and /readyz; default port 8080. `false` turns it off. */
   health?: Listen | false;
-  /** /metrics; default port 9090. The same port and host as health serves both. `false` turns it off. */
+  /** /metrics; default port 9090. `false` turns it off. */
   metrics?: Listen | false;
+  /**
+   * /debug/vars; default 127.0.0.1:8081, so that it is off the pod network: it shows
+   * the rendered configuration. `false` turns it off.
+   * Listeners given the same host and port (not 0) share one server.
+   */
+  debug?: Listen | false;
   /** The OTEL_* variables; default process.env. */
   env?: NodeJS.ProcessEnv;
   /** What a port that cannot be bound does: fail the start (default), or log a warning and go on without it. */
@@ -20,10 +26,11 @@ export interface ObservabilityOptions extends Omit<ObserverOptions, 'tracer'> {
   serviceVersion?: string;
 }
 
-export interface Observability extends Omit<Observer, 'healthRoutes' | 'metricsRoutes' | 'endTraces'> {
+export interface Observability extends Omit<Observer, 'healthRoutes' | 'debugRoutes' | 'metricsRoutes' | 'endTraces'> {
   /** The bound ports, when listening. */
   readonly healthPort: number | undefined;
   readonly metricsPort: number | undefined;
+  readonly debugPort: number | undefined;
   /** Set when OTEL_* configured an exporter. */
   readonly tracing: Tracing | undefined;
   /** Ends open spans, flushes traces, closes the servers. */
@@ -35,7 +42,7 @@ export interface Observability extends Omit<Observer, 'healthRoutes' | 'metricsR
  * graph's stages know nothing of it. `haprx local` and `haprx run` start it once and
  * feed it every ControllerEvent:
  *
- *   const obs = await startObservability({ log, health: { port: 8080 }, metrics: { port: 9090 } });
+ *   const obs = await startObservability({ log, health: { port: 8080 }, metrics: { port: 9090 }, debug: { port: 8081, host: '127.0.0.1' } });
  *   controller(config$, { decode, graph: (loaded) => {
  *     obs.setControllerConfig(loaded.config);
  *     return controllerGraph(loaded, { ...io, changes: (watch) => source(watch).pipe(obs.trackResources()) });
@@ -55,15 +62,14 @@ export async function startObservability(options: ObservabilityOptions): Promise
   const observer = createObserver({ ...options, ...(tracing && { tracer: tracing.tracer }) });
 
   const servers: Listening[] = [];
-  const serve = async (what: string, routes: Readonly<Record<string, Handler>>, where: Listen) => {
-    const host = where.host ?? '0.0.0.0';
+  const serve = async (what: string, routes: Readonly<Record<string, Handler>>, host: string, port: number) => {
     try {
-      const listening = await listen(routes, host, where.port);
+      const listening = await listen(routes, host, port);
       servers.push(listening);
       log.info({ host, port: listening.port }, `${what} on http://${host}:${listening.port} (${Object.keys(routes).join(', ')})`);
       return listening.port;
     } catch (err) {
-      const message = `cannot serve ${what} on ${host}:${where.port}: ${(err as Error).message}`;
+      const message = `cannot serve ${what} on ${host}:${port}: ${(err as Error).message}`;
       if (options.onListenError === 'warn') {
         log.warn(message);
         return undefined;
@@ -73,16 +79,30 @@ export async function startObservability(options: ObservabilityOptions): Promise
       throw new Error(message, { cause: err });
     }
   };
-  const health = options.health === false ? undefined : { port: 8080, ...options.health };
-  const metrics = options.metrics === false ? undefined : { port: 9090, ...options.metrics };
-  let healthPort: number | undefined;
-  let metricsPort: number | undefined;
-  if (health && metrics && health.port === metrics.port && health.port !== 0 && (health.host ?? '0.0.0.0') === (metrics.host ?? '0.0.0.0')) {
-    healthPort = metricsPort = await serve('health, debug and metrics', { ...observer.healthRoutes, ...observer.metricsRoutes }, health);
-  } else {
-    if (health) healthPort = await serve('health and debug', observer.healthRoutes, health);
-    if (metrics) metricsPort = await serve('metrics', observer.metricsRoutes, metrics);
+  const wanted: { what: 'health' | 'metrics' | 'debug'; routes: Readonly<Record<string, Handler>>; where: Listen | false | undefined; fallback: Required<Listen> }[] = [
+    { what: 'health', routes: observer.healthRoutes, where: options.health, fallback: { port: 8080, host: '0.0.0.0' } },
+    { what: 'debug', routes: observer.debugRoutes, where: options.debug, fallback: { port: 8081, host: '127.0.0.1' } },
+    { what: 'metrics', routes: observer.metricsRoutes, where: options.metrics, fallback: { port: 9090, host: '0.0.0.0' } },
+  ];
+  // One server per distinct host and port; port 0 (any free port) is never shared.
+  const groups = new Map<string, { host: string; port: number; what: string[]; routes: Record<string, Handler> }>();
+  for (const w of wanted) {
+    if (w.where === false) continue;
+    const { port, host } = { ...w.fallback, ...w.where };
+    const key = port === 0 ? `${w.what}` : `${host} ${port}`;
+    const group = groups.get(key) ?? { host, port, what: [], routes: {} };
+    group.what.push(w.what);
+    Object.assign(group.routes, w.routes);
+    groups.set(key, group);
   }
+  const bound = new Map<string, number | undefined>();
+  for (const group of groups.values()) {
+    const port = await serve(group.what.join(', '), group.routes, group.host, group.port);
+    for (const what of group.what) bound.set(what, port);
+  }
+  const healthPort = bound.get('health');
+  const metricsPort = bound.get('metrics');
+  const debugPort = bound.get('debug');
 
   return {
     record: observer.record,
@@ -94,6 +114,7 @@ export async function startObservability(options: ObservabilityOptions): Promise
     debug: observer.debug,
     healthPort,
     metricsPort,
+    debugPort,
     tracing,
     async close() {
       observer.endTraces();

@@ -25,8 +25,6 @@ export interface ObserverOptions {
   recentEvents?: number;
   /** Process metrics (CPU, memory, event loop, GC); default true. */
   defaultMetrics?: boolean;
-  /** Whether /debug/vars is served (default true). */
-  debugVars?: boolean;
 }
 
 export interface Observer {
@@ -41,8 +39,10 @@ export interface Observer {
   scrub(text: string): string;
   readonly metrics: ControllerMetrics;
   readonly debug: DebugState;
-  /** /healthz, /readyz and /debug/vars. */
+  /** /healthz and /readyz: what probes need, nothing more. */
   readonly healthRoutes: Readonly<Record<string, Handler>>;
+  /** /debug/vars: the rendered configuration and recent events, for whoever operates the controller. */
+  readonly debugRoutes: Readonly<Record<string, Handler>>;
   /** /metrics. */
   readonly metricsRoutes: Readonly<Record<string, Handler>>;
   /** Ends the spans still open (the controller stops). */
@@ -83,12 +83,12 @@ export function createObserver(options: ObserverOptions): Observer {
       const missing = [...(r.synced ? [] : ['the initial sync of every watched set']), ...(r.validConfig ? [] : ['a configuration that haproxy accepted'])];
       return json(r.ready ? 200 : 503, { status: r.ready ? 'ready' : 'not ready', ...(missing.length > 0 && { waitingFor: missing }) });
     },
-    ...(options.debugVars !== false && {
-      '/debug/vars': (url: URL) => {
-        const selected = debug.select(url.searchParams.get('field'));
-        return selected.ok ? json(200, selected.value) : json(400, { error: selected.message });
-      },
-    }),
+  };
+  const debugRoutes: Record<string, Handler> = {
+    '/debug/vars': (url: URL) => {
+      const selected = debug.select(url.searchParams.get('field'));
+      return selected.ok ? json(200, selected.value) : json(400, { error: selected.message });
+    },
   };
   const metricsRoutes: Record<string, Handler> = {
     '/metrics': async () => ({ status: 200, type: metrics.registry.contentType, body: await metrics.registry.metrics() }),
@@ -122,6 +122,7 @@ export function createObserver(options: ObserverOptions): Observer {
     metrics,
     debug,
     healthRoutes,
+    debugRoutes,
     metricsRoutes,
     endTraces: () => tracer?.endAll(now()),
   };

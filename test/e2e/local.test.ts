@@ -84,7 +84,7 @@ describe('haprx local (e2e)', () => {
     );
     haprx = spawn(
       process.execPath,
-      ['bin/haprx.js', 'local', manifests, '--templates', templates, '--state-dir', stateDir, '--set', `httpPort=${port}`, '--set', 'bindAddress=127.0.0.1', '--health-port', '0', '--metrics-port', '0'],
+      ['bin/haprx.js', 'local', manifests, '--templates', templates, '--state-dir', stateDir, '--set', `httpPort=${port}`, '--set', 'bindAddress=127.0.0.1', '--health-port', '0', '--debug-port', '0', '--metrics-port', '0'],
       { cwd: ROOT, stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, HAPRX_LOG_LEVEL: 'debug' } },
     );
     let partial = '';

@@ -7,9 +7,12 @@ import assert from 'node:assert/strict';
 import { type ChildProcess, spawn } from 'node:child_process';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
+import { request } from 'node:http';
 import { join } from 'node:path';
 import { after, afterEach, before, beforeEach, describe, it } from 'node:test';
 import { KubeApiDouble } from '../support/kube-api-double/index.ts';
+import { freePort } from '../support/ports.ts';
+import { until as waitFor } from '../support/until.ts';
 import { CONFIGMAP, NS, clusterEvents, controllerConfig, credentialsSecret } from './cluster-fixture.ts';
 import { until } from './helpers.ts';
 
@@ -52,13 +55,27 @@ afterEach(async () => {
 
 function run(args: string[], env: Record<string, string> = {}): ChildProcess {
   const { KUBERNETES_SERVICE_HOST: _host, ...inherited } = process.env;
-  child = spawn(process.execPath, [MAIN, 'run', '--health-port', '0', '--metrics-port', '0', '--lease-duration', '1s', '--renew-deadline', '600ms', '--retry-period', '100ms', ...args], {
+  child = spawn(process.execPath, [MAIN, 'run', '--health-port', '0', '--metrics-port', '0', '--debug-port', '0', '--lease-duration', '1s', '--renew-deadline', '600ms', '--retry-period', '100ms', ...args], {
     env: { ...inherited, HAPRX_LOG_LEVEL: 'debug', ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   child.stdout!.on('data', (c: Buffer) => (output += c.toString()));
   child.stderr!.on('data', (c: Buffer) => (output += c.toString()));
   return child;
+}
+
+function get(host: string, port: number, path: string): Promise<{ status: number; body: string }> {
+  return new Promise((resolve, reject) => {
+    const req = request({ host, port, path, agent: false }, (res) => {
+      let body = '';
+      res.setEncoding('utf8');
+      res.on('data', (chunk: string) => (body += chunk));
+      res.on('end', () => resolve({ status: res.statusCode ?? 0, body }));
+    });
+    req.setTimeout(5_000, () => req.destroy(new Error('request timed out')));
+    req.on('error', reject);
+    req.end();
+  });
 }
 
 const exited = (c: ChildProcess) => new Promise<number | null>((resolve) => (c.exitCode !== null ? resolve(c.exitCode) : c.once('exit', (code) => resolve(code))));
@@ -100,6 +117,20 @@ describe('haprx run', () => {
     assert.equal(await exited(c), 0, output);
     const took = Date.now() - t0;
     assert.ok(took < 6_000, `exited ${took} ms after SIGTERM`);
+  });
+
+  it('serves probes on every interface and /debug/vars on loopback only, by default', async () => {
+    const [health, debug] = [await freePort(), await freePort()];
+    const c = run(['--kubeconfig', kubeconfig, '--configmap', 'edge-config', '--credentials-secret', 'edge-dp', '--identity', 'cli-3', '--health-port', String(health), '--debug-port', String(debug)]);
+    await waitFor('/healthz answering', async () => ((await get('127.0.0.1', health, '/healthz')).status === 200 ? true : undefined), 15_000, () => output);
+    // 127.0.0.2 is another address of this host: the probes' listener (0.0.0.0) answers there, the debug listener does not.
+    assert.equal((await get('127.0.0.2', health, '/healthz')).status, 200);
+    await assert.rejects(get('127.0.0.2', debug, '/debug/vars'), /ECONNREFUSED/);
+    assert.equal((await get('127.0.0.1', health, '/debug/vars')).status, 404);
+    const vars = await get('127.0.0.1', debug, '/debug/vars?field=controller.generation');
+    assert.equal(vars.status, 200, vars.body);
+    c.kill('SIGTERM');
+    assert.equal(await exited(c), 0, output);
   });
 
   it('refuses bad flags with exit status 2', async () => {

@@ -1,4 +1,4 @@
-/** `haprx local` as a child process with its health and metrics ports, for the observability tests. */
+/** `haprx local` as a child process with its health, debug and metrics ports, for the observability tests. */
 import { type ChildProcess, spawn } from 'node:child_process';
 import { request } from 'node:http';
 import { freePort } from '../support/ports.ts';
@@ -9,6 +9,7 @@ export interface LocalHaprx {
   child: ChildProcess;
   healthPort: number;
   metricsPort: number;
+  debugPort: number;
   /** Every line haprx wrote, stdout and stderr. */
   output: string[];
   /** The JSON log records among them. */
@@ -19,8 +20,9 @@ export interface LocalHaprx {
 export async function startLocal(args: string[], env: NodeJS.ProcessEnv = {}): Promise<LocalHaprx> {
   const healthPort = await freePort();
   const metricsPort = await freePort();
+  const debugPort = await freePort();
   // src/cli/main.ts rather than bin/haprx.js: a stale dist/ in the work tree must not stand in for the source.
-  const child = spawn(process.execPath, ['src/cli/main.ts', 'local', ...args, '--health-port', String(healthPort), '--metrics-port', String(metricsPort)], {
+  const child = spawn(process.execPath, ['src/cli/main.ts', 'local', ...args, '--health-port', String(healthPort), '--metrics-port', String(metricsPort), '--debug-port', String(debugPort)], {
     cwd: ROOT,
     stdio: ['ignore', 'pipe', 'pipe'],
     env: { ...process.env, HAPRX_LOG_LEVEL: 'debug', ...env },
@@ -38,6 +40,7 @@ export async function startLocal(args: string[], env: NodeJS.ProcessEnv = {}): P
     child,
     healthPort,
     metricsPort,
+    debugPort,
     output,
     records: () =>
       output.flatMap((line) => {

@@ -39,7 +39,7 @@ describe('haprx local: metrics, health and debug state across a scenario', () =>
   };
   const metric = async (series: string) => (await scrape()).get(series);
   const logs = () => haprx.output.slice(-40).join('\n');
-  const debugVars = async (field: string) => JSON.parse((await fetchText(haprx.healthPort, `/debug/vars?field=${encodeURIComponent(field)}`)).body) as unknown[];
+  const debugVars = async (field: string) => JSON.parse((await fetchText(haprx.debugPort, `/debug/vars?field=${encodeURIComponent(field)}`)).body) as unknown[];
 
   before(async () => {
     dir = await mkdtemp(join(tmpdir(), 'haprx-metrics-'));
@@ -122,8 +122,9 @@ describe('haprx local: metrics, health and debug state across a scenario', () =>
     const types = (await debugVars('$.events[*].type')) as string[];
     assert.ok(types.includes('ValidationFailed') && types.at(-1) === 'DeploymentCompleted', types.join(', '));
     assert.deepEqual(await debugVars('$.controller.config.watch[*].name'), ['services', 'endpointslices']);
-    const bad = await fetchText(haprx.healthPort, '/debug/vars?field=' + encodeURIComponent('$..[?(@.x'));
+    const bad = await fetchText(haprx.debugPort, '/debug/vars?field=' + encodeURIComponent('$..[?(@.x'));
     assert.equal(bad.status, 400);
+    assert.equal((await fetchText(haprx.healthPort, '/debug/vars')).status, 404, 'the rendered configuration is not served beside the probes');
     assert.equal((await fetchText(haprx.healthPort, '/nothing')).status, 404);
   });
 

@@ -135,10 +135,10 @@ describe('haprx local: traces over OTLP/HTTP, and no secret in any output', () =
     assert.match(refused.msg, /could not resolve address '\[redacted\]'/, 'the message is kept, the value is not');
     await until('the refused reconcile span', () => receiver.spans.find((s) => s.attributes['haprx.reconcile.outcome'] === 'invalid'), 10_000, logs);
 
-    const vars = await fetchText(haprx.healthPort, '/debug/vars');
+    const vars = await fetchText(haprx.debugPort, '/debug/vars');
     const metrics = await fetchText(haprx.metricsPort, '/metrics');
-    const [cfg] = JSON.parse((await fetchText(haprx.healthPort, `/debug/vars?field=${encodeURIComponent("$.rendered.files['haproxy.cfg']")}`)).body) as string[];
-    const [pem] = JSON.parse((await fetchText(haprx.healthPort, `/debug/vars?field=${encodeURIComponent("$.rendered.files['ssl/site.pem']")}`)).body) as string[];
+    const [cfg] = JSON.parse((await fetchText(haprx.debugPort, `/debug/vars?field=${encodeURIComponent("$.rendered.files['haproxy.cfg']")}`)).body) as string[];
+    const [pem] = JSON.parse((await fetchText(haprx.debugPort, `/debug/vars?field=${encodeURIComponent("$.rendered.files['ssl/site.pem']")}`)).body) as string[];
     // What is shown instead: the directive with its value redacted, the certificate without its key.
     assert.match(cfg!, /user admin insecure-password \[redacted\]/);
     assert.match(cfg!, /server up \[redacted\]:80/);

@@ -1,5 +1,6 @@
 /** Unit tests of the observability pieces: redaction, tracing setup, logger, log lines, lifecycle, servers. */
 import assert from 'node:assert/strict';
+import { request } from 'node:http';
 import { createServer } from 'node:net';
 import { describe, it } from 'node:test';
 import type { ControllerEvent, Deployment, Reconcile } from '../../src/events.ts';
@@ -9,6 +10,7 @@ import { ReconcileLifecycle } from '../../src/observability/lifecycle.ts';
 import { SecretScrubber, redactFields, redactHaproxyConfig, redactPem, safeAddress } from '../../src/observability/redact.ts';
 import { resourceAttributes, tracingFromEnv } from '../../src/observability/tracing.ts';
 import { sealRendered } from '../../src/templating/rendered.ts';
+import { freePort } from '../support/ports.ts';
 import { fetchText } from './local-haprx.ts';
 import { capturedLogger } from './support.ts';
 
@@ -142,9 +144,9 @@ describe('lifecycle', () => {
 });
 
 describe('startObservability', () => {
-  it('serves /healthz, /readyz and /debug/vars on one port and /metrics on another, and says why it is not ready yet', async () => {
+  it('serves /healthz and /readyz on one port, /metrics on another, /debug/vars on a third, and says why it is not ready yet', async () => {
     const { log } = capturedLogger();
-    const obs = await startObservability({ log, env: {}, health: { port: 0, host: '127.0.0.1' }, metrics: { port: 0, host: '127.0.0.1' }, defaultMetrics: false });
+    const obs = await startObservability({ log, env: {}, health: { port: 0, host: '127.0.0.1' }, metrics: { port: 0, host: '127.0.0.1' }, debug: { port: 0 }, defaultMetrics: false });
     try {
       assert.equal(obs.tracing, undefined);
       const ready = await fetchText(obs.healthPort!, '/readyz');
@@ -152,14 +154,46 @@ describe('startObservability', () => {
       assert.deepEqual(JSON.parse(ready.body), { status: 'not ready', waitingFor: ['the initial sync of every watched set', 'a configuration that haproxy accepted'] });
       assert.equal((await fetchText(obs.healthPort!, '/healthz')).status, 200);
       assert.equal((await fetchText(obs.healthPort!, '/metrics')).status, 404, 'metrics are on their own port');
+      assert.equal((await fetchText(obs.healthPort!, '/debug/vars')).status, 404, 'the debug state is not beside the probes');
       const metrics = await fetchText(obs.metricsPort!, '/metrics');
       assert.match(metrics.body, /^haprx_ready 0$/m);
       obs.record({ type: 'ConfigAccepted', generation: 3 });
       assert.match((await fetchText(obs.metricsPort!, '/metrics')).body, /^haprx_config_generation 3$/m);
-      assert.deepEqual(JSON.parse((await fetchText(obs.healthPort!, '/debug/vars?field=$.controller.generation')).body), [3]);
+      assert.deepEqual(JSON.parse((await fetchText(obs.debugPort!, '/debug/vars?field=$.controller.generation')).body), [3]);
+      assert.equal((await fetchText(obs.debugPort!, '/healthz')).status, 404);
     } finally {
       await obs.close();
     }
+  });
+
+  it('binds /debug/vars to 127.0.0.1 unless told otherwise, so another address of the host does not reach it', async () => {
+    const { log } = capturedLogger();
+    const obs = await startObservability({ log, env: {}, health: { port: 0 }, metrics: false, debug: { port: 0 }, defaultMetrics: false });
+    try {
+      // The health listener takes every interface (0.0.0.0), so 127.0.0.2 reaches it; the debug listener does not.
+      assert.equal((await fetchFrom('127.0.0.2', obs.healthPort!, '/healthz')).status, 200);
+      await assert.rejects(fetchFrom('127.0.0.2', obs.debugPort!, '/debug/vars'), /ECONNREFUSED/);
+      assert.equal((await fetchFrom('127.0.0.1', obs.debugPort!, '/debug/vars')).status, 200);
+    } finally {
+      await obs.close();
+    }
+  });
+
+  it('shares one server between listeners given the same host and port, and serves nothing it was told to turn off', async () => {
+    const port = await freePort();
+    const { log } = capturedLogger();
+    const obs = await startObservability({ log, env: {}, health: { port, host: '127.0.0.1' }, debug: { port, host: '127.0.0.1' }, metrics: false, defaultMetrics: false });
+    try {
+      assert.equal(obs.debugPort, port);
+      assert.equal(obs.metricsPort, undefined);
+      assert.equal((await fetchText(port, '/debug/vars?field=resources')).status, 200);
+      assert.equal((await fetchText(port, '/readyz')).status, 503);
+    } finally {
+      await obs.close();
+    }
+    const off = await startObservability({ log, env: {}, health: false, metrics: false, debug: false, defaultMetrics: false });
+    assert.deepEqual([off.healthPort, off.metricsPort, off.debugPort], [undefined, undefined, undefined]);
+    await off.close();
   });
 
   it('fails on a port in use, or warns and goes on when asked to', async () => {
@@ -168,8 +202,8 @@ describe('startObservability', () => {
     const port = (busy.address() as { port: number }).port;
     try {
       const { log, lines } = capturedLogger();
-      await assert.rejects(startObservability({ log, env: {}, health: { port, host: '127.0.0.1' }, metrics: false, defaultMetrics: false }), /cannot serve health and debug on 127\.0\.0\.1:\d+: .*EADDRINUSE/);
-      const obs = await startObservability({ log, env: {}, health: { port, host: '127.0.0.1' }, metrics: false, onListenError: 'warn', defaultMetrics: false });
+      await assert.rejects(startObservability({ log, env: {}, health: { port, host: '127.0.0.1' }, metrics: false, debug: false, defaultMetrics: false }), /cannot serve health on 127\.0\.0\.1:\d+: .*EADDRINUSE/);
+      const obs = await startObservability({ log, env: {}, health: { port, host: '127.0.0.1' }, metrics: false, debug: false, onListenError: 'warn', defaultMetrics: false });
       assert.equal(obs.healthPort, undefined);
       assert.ok(lines.some((l) => l.includes('EADDRINUSE')));
       await obs.close();
@@ -178,3 +212,18 @@ describe('startObservability', () => {
     }
   });
 });
+
+/** GET from a chosen address of this host; rejects when nothing listens there. */
+function fetchFrom(host: string, port: number, path: string): Promise<{ status: number; body: string }> {
+  return new Promise((resolve, reject) => {
+    const req = request({ host, port, path, agent: false }, (res) => {
+      let body = '';
+      res.setEncoding('utf8');
+      res.on('data', (c: string) => (body += c));
+      res.on('end', () => resolve({ status: res.statusCode ?? 0, body }));
+    });
+    req.setTimeout(5_000, () => req.destroy(new Error('request timed out')));
+    req.on('error', reject);
+    req.end();
+  });
+}
