@@ -97,6 +97,7 @@ OTEL_EXPORTER_OTLP_TRACES_ENDPOINT) is set, e.g. Jaeger's http://127.0.0.1:4318.
     });
     const validator = new Validator({ haproxyBin: values['haproxy-bin'] });
     log.info({ manifests, templates, stateDir }, `watching ${manifests}`);
+    if (process.getuid?.() === 0) log.warn('running as root: haproxy runs as root too; run haprx local as an unprivileged user (docs/security.md)');
 
     const events = controller(templateDirSource(templates), {
       decode: (raw: RawConfig) => (raw.ok ? loadControllerConfig(raw.raw) : { ok: false, path: raw.path, message: raw.message }),

@@ -1,8 +1,8 @@
-import { mkdir } from 'node:fs/promises';
 import { resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import { Validator } from '../haproxy/validate.ts';
 import { writeStateFiles } from '../local/state-files.ts';
+import { printable } from '../printable.ts';
 import { parseSets, shippedTemplates } from './args.ts';
 import type { Command } from './main.ts';
 import { renderOnce } from './render-once.ts';
@@ -11,6 +11,9 @@ function fail(message: string): number {
   process.stderr.write(`haprx: ${message}\n`);
   return 1;
 }
+
+/** One line of output per message, whatever cluster values it quotes. */
+const line = (text: string) => printable(text);
 
 /** Parses the options both commands share, plus `extra`, and renders once. */
 async function load(argv: string[], extra: 'out' | 'haproxy-bin') {
@@ -25,7 +28,7 @@ async function load(argv: string[], extra: 'out' | 'haproxy-bin') {
   if (!sets.ok) return { error: sets.message } as const;
   const templates = resolve((values.templates as string | undefined) ?? shippedTemplates());
   const result = await renderOnce(resolve(positionals[0]!), templates, sets.values);
-  for (const problem of result.problems) process.stderr.write(`haprx: warning: ${problem}\n`);
+  for (const problem of result.problems) process.stderr.write(`haprx: warning: ${line(problem)}\n`);
   return { option: values[extra] as string | undefined, result } as const;
 }
 
@@ -39,7 +42,8 @@ configuration are relative to that folder: run haproxy from it
 (cd OUT && haproxy -c -f haproxy.cfg). Exits non-zero on any error.
 
 Options:
-  --out DIR          where to write (created if missing)
+  --out DIR          where to write (created if missing; made private to its
+                     owner, mode 0700, since it holds keys)
   --templates DIR    template folder (default: the shipped templates)
   --set key=value    a template value, e.g. --set httpPort=8080 (repeatable)
 `,
@@ -48,9 +52,12 @@ Options:
     if ('error' in loaded) return fail(`${loaded.error}\n\n${this.usage}`);
     const out = loaded.option;
     if (typeof out !== 'string') return fail(`--out is required\n\n${this.usage}`);
-    if (!loaded.result.ok) return fail(`${loaded.result.stage} error: ${loaded.result.message}`);
-    await mkdir(resolve(out), { recursive: true });
-    await writeStateFiles(resolve(out), loaded.result.config);
+    if (!loaded.result.ok) return fail(`${loaded.result.stage} error: ${line(loaded.result.message)}`);
+    try {
+      await writeStateFiles(resolve(out), loaded.result.config);
+    } catch (err) {
+      return fail(`--out ${out}: ${(err as Error).message}`);
+    }
     process.stdout.write(`rendered ${loaded.result.config.hash.slice(0, 12)} into ${resolve(out)}\n`);
     return 0;
   },
@@ -72,15 +79,15 @@ Options:
   async run(argv) {
     const loaded = await load(argv, 'haproxy-bin');
     if ('error' in loaded) return fail(`${loaded.error}\n\n${this.usage}`);
-    if (!loaded.result.ok) return fail(`${loaded.result.stage} error: ${loaded.result.message}`);
+    if (!loaded.result.ok) return fail(`${loaded.result.stage} error: ${line(loaded.result.message)}`);
     const validator = new Validator({ haproxyBin: loaded.option ?? 'haproxy' });
     const result = await validator.validate(loaded.result.config);
-    for (const w of result.warnings) process.stderr.write(`warning: ${w.file}${w.line !== undefined ? `:${w.line}` : ''}: ${w.message}\n`);
+    for (const w of result.warnings) process.stderr.write(`warning: ${w.file}${w.line !== undefined ? `:${w.line}` : ''}: ${line(w.message)}\n`);
     if (result.ok) {
       process.stdout.write(`valid (${Math.round(result.durationMs)} ms)\n`);
       return 0;
     }
-    for (const p of result.problems) process.stderr.write(`${p.file}${p.line !== undefined ? `:${p.line}` : ''}: ${p.message}\n`);
+    for (const p of result.problems) process.stderr.write(`${p.file}${p.line !== undefined ? `:${p.line}` : ''}: ${line(p.message)}\n`);
     return fail(`invalid (${result.phase})`);
   },
 };

@@ -48,6 +48,7 @@ import { type RenderWarning, renderTemplates } from '../templating/engine.ts';
 import type { RenderedConfig } from '../templating/rendered.ts';
 import { type LoadedConfig, loadControllerConfig } from './load-config.ts';
 import type { Command } from './main.ts';
+import { printable } from '../printable.ts';
 
 export interface FixtureRequest {
   host?: string;
@@ -471,8 +472,8 @@ Options:
     }
     for (const r of results) {
       process.stdout.write(`${r.ok ? 'ok  ' : 'FAIL'} ${r.file}: ${r.name} (${Math.round(r.durationMs)} ms)\n`);
-      if (r.error) process.stdout.write(`     ${r.error}\n`);
-      for (const a of r.results) if (!a.ok) process.stdout.write(`     - ${a.assertion}: ${a.message ?? 'failed'}\n`);
+      if (r.error) process.stdout.write(`     ${printable(r.error)}\n`);
+      for (const a of r.results) if (!a.ok) process.stdout.write(`     - ${printable(a.assertion)}: ${printable(a.message ?? 'failed')}\n`);
     }
     const failed = results.filter((r) => !r.ok).length;
     process.stdout.write(`${results.length - failed} passed, ${failed} failed\n`);

@@ -1,4 +1,5 @@
 import { type DestinationStream, type Logger, pino } from 'pino';
+import { printable } from '../printable.ts';
 
 export type { Logger };
 
@@ -26,6 +27,13 @@ export function createLogger(options: LoggerOptions = {}): Logger {
     base: undefined,
     // Never log these, wherever they appear in a logged object.
     redact: { paths: REDACT_PATHS, censor: '[redacted]' },
+    // Messages quote cluster values: a newline in a name must not print a line of its own
+    // (fields are JSON in every output, pretty included, so they are escaped already).
+    hooks: {
+      logMethod(this: Logger, args: unknown[], method: (...a: unknown[]) => void) {
+        method.apply(this, args.map((a) => (typeof a === 'string' ? printable(a) : a)));
+      },
+    },
     ...(pretty && { transport: { target: 'pino-pretty', options: { colorize: true, translateTime: 'HH:MM:ss.l', ignore: 'pid,hostname' } } }),
   };
   return options.destination && !pretty ? pino(settings, options.destination) : pino(settings);

@@ -9,6 +9,7 @@ import { startObservability } from '../../src/observability/index.ts';
 import { ReconcileLifecycle } from '../../src/observability/lifecycle.ts';
 import { SecretScrubber, redactFields, redactHaproxyConfig, redactPem, safeAddress } from '../../src/observability/redact.ts';
 import { resourceAttributes, tracingFromEnv } from '../../src/observability/tracing.ts';
+import { printable } from '../../src/printable.ts';
 import { sealRendered } from '../../src/templating/rendered.ts';
 import { freePort } from '../support/ports.ts';
 import { fetchText } from './local-haprx.ts';
@@ -106,6 +107,30 @@ describe('logs', () => {
     const problem = logLine({ type: 'SourceProblem', source: 'bad.yaml', line: 3, message: 'Nested mappings are not allowed at line 3:\n\n  password: a: b\n' });
     assert.equal(problem.msg, 'bad.yaml:3: Nested mappings are not allowed at line 3:');
     assert.equal(problem.level, 'warn');
+  });
+
+  it('escapes control characters in messages, so a cluster value cannot print a line of its own', () => {
+    const { log, lines } = capturedLogger('info');
+    const warned = logLine({
+      type: 'Rendered',
+      reconcile: { seq: 1, at: 0, cause: { reason: 'resources', changes: [] } },
+      config: sealRendered({ main: '', maps: {}, files: {}, certs: {} }),
+      durationMs: 1,
+      warnings: [{ object: 'Ingress evil\n{"level":30,"msg":"forged"}/x', message: 'bad\r\u001b[1A\u2028host' }],
+    });
+    log[warned.level](warned.fields, warned.msg);
+    log.info('plain %s', 'and\nformatted');
+    assert.equal(lines.length, 2);
+    const [first, second] = lines.map((l) => JSON.parse(l) as { msg: string });
+    assert.equal(first!.msg, 'rendered in 1 ms, skipping what is invalid: Ingress evil\\n{"level":30,"msg":"forged"}/x: bad\\r\\x1b[1A\\u2028host');
+    assert.equal(second!.msg, 'plain and\\nformatted');
+  });
+});
+
+describe('printable', () => {
+  it('escapes C0 and C1 controls, DEL, line separators and bidi controls, and keeps the rest', () => {
+    assert.equal(printable('a\tb\nc\rd\u0000e\u007f\u0085\u2029\u202e\u2066'), 'a\\tb\\nc\\rd\\x00e\\x7f\\x85\\u2029\\u202e\\u2066');
+    assert.equal(printable('shop.example/ü ✓ \\d'), 'shop.example/ü ✓ \\d');
   });
 });
 
