@@ -400,7 +400,12 @@ Options (environment variable in brackets):
       targets: (target) => new DataplaneTarget({ ...target, onStep: (step) => log.debug({ endpoint: target.baseUrl, step: step.kind }, step.detail) }),
       drainTimeoutMs,
       observer: obs,
-      listWatch: { onDiagnostic: (d) => log.debug({ ...d }, `list/watch ${d.set}: ${d.type}`) },
+      listWatch: {
+        onDiagnostic: (d) => {
+          log.debug({ ...d }, `list/watch ${d.set}: ${d.type}`);
+          if (d.type === 'watch-ended') obs.metrics.watchEnded(d.set, d.reason);
+        },
+      },
       onNotice: ({ level, message, fields }) => log[level](fields ?? {}, message),
     });
 

@@ -133,11 +133,16 @@ export class KubeApi {
   }
 
   /**
-   * Opens a watch stream with the client's Watch. Note that the client aborts a
-   * stream on which no data arrives for 30 s (then `done` gets a TimeoutError).
+   * Opens a watch stream with the client's Watch. The client aborts a stream on
+   * which no data arrives for `inactivityMs` (its default is 30 s, shorter than the
+   * minute a real API server leaves between bookmarks on an idle watch); `done` then
+   * gets a TimeoutError.
    */
-  watch(path: string, query: Record<string, string | number | boolean>, onEvent: WatchEventHandler, done: WatchDone): Promise<AbortController> {
-    return new Watch(this.config).watch(path, query, (type: string, object: unknown) => onEvent(type, object), done);
+  watch(path: string, query: Record<string, string | number | boolean>, onEvent: WatchEventHandler, done: WatchDone, inactivityMs?: number): Promise<AbortController> {
+    const watch = new Watch(this.config);
+    // The client keeps the timeout in a field its types call private; set it where it exists.
+    if (inactivityMs !== undefined && 'requestTimeoutMs' in watch) (watch as unknown as { requestTimeoutMs: number }).requestTimeoutMs = inactivityMs;
+    return watch.watch(path, query, (type: string, object: unknown) => onEvent(type, object), done);
   }
 }
 

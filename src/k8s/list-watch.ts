@@ -30,12 +30,18 @@ export interface ListWatchOptions {
   /** Each watch asks the API server to end it after a random time in this range (seconds), as client-go does. */
   watchTimeoutSeconds?: readonly [number, number];
   /**
-   * A watch on which nothing arrives for this long, not even a bookmark, is
-   * abandoned and resumed from its resourceVersion: a dead connection is silent.
-   * @kubernetes/client-node 2.x aborts a stream after 30 s without data anyway, so
-   * a longer value has no effect.
+   * How often the API server sends a bookmark on an idle watch that asked for them:
+   * about once a minute (the watch cache's cadence). Default 60 s.
    */
-  silenceMs?: number;
+  bookmarkIntervalMs?: number;
+  /** Slack on top of every deadline the watchdog derives from the server's timing; default 30 s. */
+  watchMarginMs?: number;
+  /**
+   * How fast the server's clock runs against ours: the bookmark cadence, the margin
+   * and the watch's own timeout are multiplied by it. 1 (the default) for a real API
+   * server; a test's server double may run its clock faster, e.g. 0.01.
+   */
+  timeScale?: number;
   /** Delays between retries after failures. */
   backoff?: BackoffOptions;
   /** A watch that ends sooner than this having delivered nothing counts as a failure and backs off. */
@@ -48,11 +54,11 @@ export interface ListWatchOptions {
 export type ListWatchDiagnostic =
   | { type: 'listed'; set: string; items: number; pages: number; resourceVersion: string }
   | { type: 'watching'; set: string; resourceVersion: string }
-  | { type: 'watch-ended'; set: string; reason: WatchEnd['reason']; events: number; message?: string }
+  | { type: 'watch-ended'; set: string; reason: WatchEnd['reason']; events: number; durationMs: number; message?: string }
   | { type: 'retry'; set: string; attempt: number; delayMs: number; message: string };
 
 interface WatchEnd {
-  /** closed: the server ended it; gone: 410, relist; silent: nothing arrived for silenceMs; error: anything else. */
+  /** closed: the server ended it; gone: 410, relist; silent: the watchdog found it dead; error: anything else. */
   reason: 'closed' | 'gone' | 'silent' | 'error';
   events: number;
   durationMs: number;
@@ -62,7 +68,8 @@ interface WatchEnd {
 export const LIST_WATCH_DEFAULTS = {
   pageSize: 500,
   watchTimeoutSeconds: [300, 600] as const,
-  silenceMs: 30_000,
+  bookmarkIntervalMs: 60_000,
+  watchMarginMs: 30_000,
   minWatchMs: 1_000,
 };
 
@@ -86,7 +93,7 @@ interface KubeList {
  *   drop what disappeared meanwhile, and objects it already holds at the same
  *   resourceVersion change nothing;
  * - on any other failure report a `problem` and retry after a jittered, growing delay;
- * - a watch that stays silent longer than `silenceMs` is abandoned and resumed.
+ * - a watch that is dead (see `watchdogLimits`) is abandoned and resumed.
  *
  * The client-side field filter turns an object that stops matching into a `delete`.
  * Nothing errors: the observable runs until unsubscribed, which aborts the requests.
@@ -94,7 +101,9 @@ interface KubeList {
 export function listWatch(api: KubeApi, spec: WatchSpec, options: ListWatchOptions = {}): Observable<ResourceChange> {
   const pageSize = options.pageSize ?? LIST_WATCH_DEFAULTS.pageSize;
   const [minTimeout, maxTimeout] = options.watchTimeoutSeconds ?? LIST_WATCH_DEFAULTS.watchTimeoutSeconds;
-  const silenceMs = options.silenceMs ?? LIST_WATCH_DEFAULTS.silenceMs;
+  const scale = options.timeScale ?? 1;
+  const bookmarkMs = (options.bookmarkIntervalMs ?? LIST_WATCH_DEFAULTS.bookmarkIntervalMs) * scale;
+  const marginMs = (options.watchMarginMs ?? LIST_WATCH_DEFAULTS.watchMarginMs) * scale;
   const minWatchMs = options.minWatchMs ?? LIST_WATCH_DEFAULTS.minWatchMs;
   const backoff = options.backoff ?? DEFAULT_BACKOFF;
   const random = options.random ?? Math.random;
@@ -116,6 +125,8 @@ export function listWatch(api: KubeApi, spec: WatchSpec, options: ListWatchOptio
     /** Keys of the objects passed on, so that one leaving the filter becomes a delete. */
     let known = new Set<string>();
     let resourceVersion = '';
+    /** The server has sent this set a bookmark: from then on, silence longer than its cadence means trouble. */
+    let bookmarks = false;
 
     const emit = (change: ResourceChange) => {
       if (!stopped) subscriber.next(change);
@@ -173,7 +184,10 @@ export function listWatch(api: KubeApi, spec: WatchSpec, options: ListWatchOptio
       const kube = object as KubeObject | undefined;
       if (!kube?.metadata) return;
       if (kube.metadata.resourceVersion) resourceVersion = kube.metadata.resourceVersion;
-      if (type === 'BOOKMARK') return;
+      if (type === 'BOOKMARK') {
+        bookmarks = true;
+        return;
+      }
       const key = objectKey(kube);
       if (type === 'DELETED') {
         if (known.delete(key)) emit({ type: 'delete', resource: spec.name, object: prepare(kube) });
@@ -195,20 +209,26 @@ export function listWatch(api: KubeApi, spec: WatchSpec, options: ListWatchOptio
         const timeoutSeconds = Math.round(minTimeout + (maxTimeout - minTimeout) * random());
         let ended = false;
         let silence: NodeJS.Timeout | undefined;
+        const limits = watchdogLimits({ timeoutSeconds, bookmarkMs, marginMs, scale });
         const finish = (reason: WatchEnd['reason'], message?: string) => {
           if (ended) return;
           ended = true;
           clearTimeout(silence);
+          clearTimeout(overdue);
           watchAbort?.abort();
           watchAbort = undefined;
           resolve({ reason, events: counter.events, durationMs: Date.now() - started, ...(message !== undefined && { message }) });
         };
         // The watchdog: a dead connection stays silent; nothing arrives, not even its end.
+        // A healthy idle watch is silent between bookmarks, and the server ends it at its timeout.
         const arm = () => {
           clearTimeout(silence);
-          silence = setTimeout(() => finish('silent'), silenceMs);
+          if (!bookmarks) return;
+          silence = setTimeout(() => finish('silent', `no event or bookmark for ${limits.silenceMs} ms (the server bookmarks an idle watch every ${bookmarkMs} ms)`), limits.silenceMs);
           silence.unref();
         };
+        const overdue = setTimeout(() => finish('silent', `the server did not end the watch at its timeout (${timeoutSeconds} s)`), limits.deadlineMs);
+        overdue.unref();
         const handle = onWatchEvent(counter);
         const done = (err: unknown) => {
           const e = err as { statusCode?: number; name?: string } | null | undefined;
@@ -227,10 +247,12 @@ export function listWatch(api: KubeApi, spec: WatchSpec, options: ListWatchOptio
             { ...selectors, resourceVersion, allowWatchBookmarks: true, timeoutSeconds },
             (type, object) => {
               if (ended) return;
-              arm();
               handle(type, object);
+              arm();
             },
             done,
+            // The client's own inactivity timeout must not cut a healthy idle watch: the watchdog decides.
+            limits.clientInactivityMs,
           )
           .then(
             (controller) => {
@@ -284,7 +306,7 @@ export function listWatch(api: KubeApi, spec: WatchSpec, options: ListWatchOptio
         }
         const end = await watchOnce();
         if (stopped) return;
-        diagnose({ type: 'watch-ended', set: spec.name, reason: end.reason, events: end.events, ...(end.message !== undefined && { message: end.message }) });
+        diagnose({ type: 'watch-ended', set: spec.name, reason: end.reason, events: end.events, durationMs: end.durationMs, ...(end.message !== undefined && { message: end.message }) });
         const productive = end.events > 0 || end.durationMs >= minWatchMs;
         if (productive) attempt = 0;
         switch (end.reason) {
@@ -316,4 +338,18 @@ export function listWatch(api: KubeApi, spec: WatchSpec, options: ListWatchOptio
       watchAbort?.abort();
     };
   });
+}
+
+/**
+ * When the watchdog gives up on a watch. A real API server bookmarks an idle watch
+ * about once a minute and ends it at the timeoutSeconds it asked for, so:
+ * - once the set has had a bookmark, silence longer than the cadence plus the margin
+ *   means the connection is dead;
+ * - in any case, a watch still open past its timeout plus the margin is dead (the
+ *   only bound for a server that sends no bookmarks).
+ * The client library's inactivity timeout is pushed past both.
+ */
+export function watchdogLimits(t: { timeoutSeconds: number; bookmarkMs: number; marginMs: number; scale: number }): { silenceMs: number; deadlineMs: number; clientInactivityMs: number } {
+  const deadlineMs = t.timeoutSeconds * 1000 * t.scale + t.marginMs;
+  return { silenceMs: t.bookmarkMs + t.marginMs, deadlineMs, clientInactivityMs: deadlineMs + t.marginMs };
 }

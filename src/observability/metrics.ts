@@ -65,6 +65,11 @@ function createMetrics(registry: Registry, sources: MetricsSources) {
     ),
     runtimeOps: counter('haprx_runtime_operations_total', 'Runtime API operations applied (servers, map entries), by endpoint.', ['endpoint']),
     events: counter('haprx_events_total', 'Controller events, by type.', ['type']),
+    watchesEnded: counter(
+      'haprx_watches_ended_total',
+      'Watches of the API server that ended and were resumed, by resource set and why: closed (the server ended it at its timeout), gone (410, relisted), silent (the watchdog found it dead), error.',
+      ['resource', 'reason'],
+    ),
     resources: gauge('haprx_resources', 'Objects in each watched resource set.', ['resource'], function collect() {
       this.reset();
       for (const [resource, count] of sources.resourceCounts()) this.set({ resource }, count);
@@ -122,6 +127,11 @@ export class ControllerMetrics {
 
   setReady(ready: boolean): void {
     this.m.ready.set(ready ? 1 : 0);
+  }
+
+  /** A watch of `resource` ended; `silent` is a firing of the watchdog. */
+  watchEnded(resource: string, reason: 'closed' | 'gone' | 'silent' | 'error'): void {
+    this.m.watchesEnded.inc({ resource, reason });
   }
 
   /** Counts one event; `step` is what the lifecycle made of it. */

@@ -83,10 +83,15 @@ const holder = (namespace: string, name: string) => (double.get('coordination.k8
 
 describe('haprx run', () => {
   it('runs from a kubeconfig with names from flags, leads, reports in Events, and on SIGTERM releases the lease and exits 0', async () => {
-    const c = run(['--kubeconfig', kubeconfig, '--configmap', 'edge-config', '--credentials-secret', 'edge-dp', '--lease', 'edge-leader', '--identity', 'cli-1']);
+    const metricsPort = await freePort();
+    const c = run(['--kubeconfig', kubeconfig, '--configmap', 'edge-config', '--credentials-secret', 'edge-dp', '--lease', 'edge-leader', '--identity', 'cli-1', '--metrics-port', String(metricsPort)]);
     await until('the lease held', () => holder('edge', 'edge-leader') === 'cli-1', 15_000);
     await until('a ConfigLoaded Event', () => double.list('events.k8s.io/v1', 'events', 'edge').some((e) => (e as { reason?: string }).reason === 'ConfigLoaded'), 10_000);
     assert.equal(double.requests.find((r) => r.path.includes('/configmaps'))!.path, '/api/v1/namespaces/edge/configmaps', 'the namespace of the kubeconfig context');
+    // Every watch the server ends is resumed, and counted by resource set and reason.
+    assert.ok(double.endWatches() > 0);
+    const counted = /haprx_watches_ended_total\{resource="[^"]+",reason="closed"\} [1-9]/;
+    await waitFor('the ended watches counted', async () => (counted.test(await (await fetch(`http://127.0.0.1:${metricsPort}/metrics`)).text()) ? true : undefined), 10_000, () => output);
     const t0 = Date.now();
     c.kill('SIGTERM');
     assert.equal(await exited(c), 0, output);

@@ -12,8 +12,10 @@
  * - watches are NDJSON streams of `{type, object}` held open until `timeoutSeconds`
  *   (or a test closes them); a watch from a resourceVersion replays what happened
  *   after it; without one it starts with synthetic ADDED events for what exists;
- * - `allowWatchBookmarks=true` gets periodic BOOKMARK events with the current
- *   resourceVersion;
+ * - only a watch with `allowWatchBookmarks=true` gets BOOKMARK events (with the
+ *   current resourceVersion), as kube-apiserver's watch cache sends them: about once
+ *   a minute, and once more 2 s before the watch's timeout; `timeScale` runs this
+ *   clock (cadence and timeouts) faster for tests, keeping their relation;
  * - after `compact()`, a watch from an older resourceVersion gets an ERROR event with
  *   a 410 Status (or an HTTP 410, see `watchGoneAs`), and so does a stale `continue`;
  * - label selectors and `metadata.name`/`metadata.namespace` field selectors, on
@@ -103,8 +105,14 @@ export interface KubeApiDoubleOptions {
   token?: string;
   /** Further accepted tokens, so that several clients can be told apart. */
   tokens?: string[];
-  /** How often watches that allow bookmarks get one; 0 sends none. */
+  /** How often watches that allow bookmarks get one, in server time (default 60 s, the real cadence); 0 sends none. */
   bookmarkIntervalMs?: number;
+  /**
+   * How fast the server's clock runs: the bookmark cadence and `timeoutSeconds` are
+   * multiplied by it (default 1). 0.01 turns the minute between bookmarks into
+   * 600 ms and a 300 s watch timeout into 3 s.
+   */
+  timeScale?: number;
   /** How a watch from a compacted resourceVersion is refused: an ERROR event in a 200 stream (as kube-apiserver does) or an HTTP 410. */
   watchGoneAs?: 'event' | 'http';
   /** Serve HTTPS with this certificate, as a real API server does. */
@@ -146,6 +154,8 @@ export class KubeApiDouble {
   private readonly options: Required<Omit<KubeApiDoubleOptions, 'tls'>>;
   private readonly scheme: 'http' | 'https';
   private rv = 1;
+  /** BOOKMARK events written so far, to every watch. */
+  bookmarksSent = 0;
   private compactedRv = 0;
   private listeningPort = 0;
   private hanging = false;
@@ -153,7 +163,7 @@ export class KubeApiDouble {
 
   private constructor(options: KubeApiDoubleOptions) {
     const { tls, ...rest } = options;
-    this.options = { token: '', tokens: [], bookmarkIntervalMs: 60_000, watchGoneAs: 'event', ...rest };
+    this.options = { token: '', tokens: [], bookmarkIntervalMs: 60_000, timeScale: 1, watchGoneAs: 'event', ...rest };
     for (const t of BUILT_IN) this.addResource(t);
     const handler = (req: IncomingMessage, res: ServerResponse) => {
       this.handle(req, res).catch((err: unknown) => {
@@ -468,14 +478,30 @@ export class KubeApiDouble {
     } else {
       for (const entry of table.history) if (entry.rv > from) this.deliver(watcher, entry);
     }
-    const timeout = Number(params.get('timeoutSeconds') ?? 0);
-    if (timeout > 0) watcher.timers.push(setTimeout(() => this.closeWatcher(watcher, 'end'), timeout * 1000));
+    const scale = this.options.timeScale;
+    const timeoutMs = Number(params.get('timeoutSeconds') ?? 0) * 1000 * scale;
+    const started = Date.now();
+    if (timeoutMs > 0) watcher.timers.push(setTimeout(() => this.closeWatcher(watcher, 'end'), timeoutMs));
     if (params.get('allowWatchBookmarks') === 'true' && this.options.bookmarkIntervalMs > 0) {
+      const cadence = this.options.bookmarkIntervalMs * scale;
+      // As the watch cache does: the next bookmark a cadence after the last, or 2 s before the deadline if sooner.
+      const schedule = () => {
+        const now = Date.now();
+        let next = now + cadence;
+        if (timeoutMs > 0) next = Math.min(next, started + timeoutMs - 2_000 * scale);
+        if (next <= now) return;
+        // One bookmark timer per watch, beside its timeout: replace the one that fired.
+        watcher.timers = watcher.timers.filter((t) => t !== bookmarkTimer);
+        bookmarkTimer = setTimeout(tick, next - now);
+        watcher.timers.push(bookmarkTimer);
+      };
+      let bookmarkTimer: NodeJS.Timeout | undefined;
       const tick = () => {
         this.write(watcher, { type: 'BOOKMARK', object: { kind: table.type.kind, apiVersion: apiVersionOf(table.type), metadata: { resourceVersion: String(this.rv) } } });
-        watcher.timers.push(setTimeout(tick, this.options.bookmarkIntervalMs));
+        this.bookmarksSent++;
+        schedule();
       };
-      watcher.timers.push(setTimeout(tick, this.options.bookmarkIntervalMs));
+      schedule();
     }
   }
 
