@@ -18,6 +18,13 @@ export interface WatchSpec {
   labelSelector?: string;
   /** Applied by the API server; it supports `metadata.name` and `metadata.namespace` for every resource. */
   serverFieldSelector?: string;
+  /**
+   * One object only: read with a GET of this name instead of a list, and watched
+   * through a `metadata.name` field selector. Needs the `get` and `watch` verbs, not
+   * `list`. While the object does not exist the watch starts from no
+   * resourceVersion, so that the server sends it as ADDED once it is created.
+   */
+  named?: string;
   /** Applied here, after each list and watch event (src/k8s/selector.ts syntax: any field, JSONPath allowed). */
   fieldSelector?: string;
   /** Dotted paths removed before an object is passed on; DEFAULT_STRIP when undefined. */
@@ -111,9 +118,10 @@ export function listWatch(api: KubeApi, spec: WatchSpec, options: ListWatchOptio
   const strip = spec.strip ?? DEFAULT_STRIP;
   const ref: ResourceRef = { apiVersion: spec.apiVersion, resource: spec.resource, ...(spec.namespace !== undefined && { namespace: spec.namespace }) };
   const path = resourcePath(ref);
+  const serverFields = [spec.serverFieldSelector, spec.named !== undefined ? `metadata.name=${spec.named}` : undefined].filter((f) => f).join(',');
   const selectors = {
     ...(spec.labelSelector && { labelSelector: spec.labelSelector }),
-    ...(spec.serverFieldSelector && { fieldSelector: spec.serverFieldSelector }),
+    ...(serverFields && { fieldSelector: serverFields }),
   };
 
   return new Observable<ResourceChange>((subscriber) => {
@@ -142,7 +150,18 @@ export function listWatch(api: KubeApi, spec: WatchSpec, options: ListWatchOptio
       });
     const prepare = (object: KubeObject): KubeObject => stripFields(object, strip);
 
+    const get = async (name: string): Promise<{ ok: true; items: KubeObject[]; resourceVersion: string; pages: number } | { ok: false; message: string; status?: number }> => {
+      const result = await api.request<KubeObject>('GET', { ...ref, name }, { signal: requestAbort.signal });
+      if (stopped) return { ok: false, message: 'stopped' };
+      // Absent: nothing to hold, and no resourceVersion to watch from.
+      if (!result.ok && result.status === 404) return { ok: true, items: [], resourceVersion: '', pages: 1 };
+      if (!result.ok) return { ok: false, message: `get ${name} failed: ${result.status ? `HTTP ${result.status} ` : ''}${result.message}`, ...(result.status !== undefined && { status: result.status }) };
+      const object = result.body;
+      return { ok: true, items: [{ ...object, apiVersion: object.apiVersion ?? spec.apiVersion }], resourceVersion: object.metadata?.resourceVersion ?? '', pages: 1 };
+    };
+
     const list = async (): Promise<{ ok: true; items: KubeObject[]; resourceVersion: string; pages: number } | { ok: false; message: string; status?: number }> => {
+      if (spec.named !== undefined) return get(spec.named);
       const items: KubeObject[] = [];
       let next: string | undefined;
       let listRv = '';
@@ -244,7 +263,7 @@ export function listWatch(api: KubeApi, spec: WatchSpec, options: ListWatchOptio
         api
           .watch(
             path,
-            { ...selectors, resourceVersion, allowWatchBookmarks: true, timeoutSeconds },
+            { ...selectors, ...(resourceVersion !== '' && { resourceVersion }), allowWatchBookmarks: true, timeoutSeconds },
             (type, object) => {
               if (ended) return;
               handle(type, object);

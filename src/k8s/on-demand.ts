@@ -1,4 +1,4 @@
-import { Observable } from 'rxjs';
+import { Observable, Subscription } from 'rxjs';
 import type { KubeApi } from './api.ts';
 import { type ReferenceRule, ReferenceIndex } from './references.ts';
 import { type KubeObject, type ResourceChange, objectKey } from './resource.ts';
@@ -13,7 +13,108 @@ export interface OnDemandSpec {
 }
 
 /**
- * A resource set held on demand: of everything its list/watch sees, only the
+ * A resource set held on demand, by name: each object the referencing sets point
+ * at is read and watched by its own name (`watchOne`, a GET and a watch narrowed by
+ * a `metadata.name` field selector), and nothing else of the set is ever read: no
+ * list, so neither the API server nor haprx handles the Secrets nobody names. An
+ * object that stops being referenced is deleted from the set and its watch closed.
+ *
+ * `synced` waits for every referencing set's list and the first read of every
+ * object they referenced by then, so the first render sees every referenced object.
+ * Each referenced object costs one watch: for very many, label them and hold the
+ * set by label instead (onDemandSet with a labelSelector).
+ */
+export function namedOnDemandSet(
+  spec: Pick<OnDemandSpec, 'name' | 'referencedBy'> & { namespace?: string },
+  watchOne: (namespace: string | undefined, name: string) => Observable<ResourceChange>,
+  references$: Observable<ResourceChange>,
+): Observable<ResourceChange> {
+  return new Observable<ResourceChange>((subscriber) => {
+    const index = new ReferenceIndex(spec.referencedBy);
+    const watches = new Map<string, Subscription>();
+    /** Keys passed on, i.e. in the store. */
+    const held = new Set<string>();
+    /** Keys whose first read has not answered yet. */
+    const pending = new Set<string>();
+    const waitingFor = new Set(spec.referencedBy.map((r) => r.set));
+    let synced = false;
+    let closed = false;
+    const emit = (change: ResourceChange) => {
+      if (!closed) subscriber.next(change);
+    };
+    const maybeSync = () => {
+      if (!synced && waitingFor.size === 0 && pending.size === 0) {
+        synced = true;
+        emit({ type: 'synced', resource: spec.name });
+      }
+    };
+    const stub = (key: string): KubeObject => {
+      const slash = key.indexOf('/');
+      return { metadata: slash >= 0 ? { namespace: key.slice(0, slash), name: key.slice(slash + 1) } : { name: key } };
+    };
+    const drop = (key: string) => {
+      if (held.delete(key)) emit({ type: 'delete', resource: spec.name, object: stub(key) });
+    };
+    const start = (key: string) => {
+      const { metadata } = stub(key);
+      // A set limited to one namespace holds nothing from another.
+      if (spec.namespace !== undefined && metadata.namespace !== spec.namespace) return;
+      pending.add(key);
+      // Registered before subscribing, in case the source answers at once.
+      watches.set(key, Subscription.EMPTY);
+      const subscription = watchOne(metadata.namespace, metadata.name).subscribe((change) => {
+        if (closed || !watches.has(key)) return;
+        switch (change.type) {
+          case 'problem':
+            return emit({ ...change, resource: spec.name });
+          case 'synced':
+            pending.delete(key);
+            return maybeSync();
+          case 'replace': {
+            const object = change.objects.find((o) => objectKey(o) === key);
+            if (!object) return drop(key);
+            held.add(key);
+            return emit({ type: 'upsert', resource: spec.name, object });
+          }
+          case 'upsert':
+            if (objectKey(change.object) !== key) return;
+            held.add(key);
+            return emit({ ...change, resource: spec.name });
+          case 'delete':
+            if (objectKey(change.object) === key) drop(key);
+        }
+      });
+      watches.set(key, subscription);
+    };
+    const stop = (key: string) => {
+      watches.get(key)?.unsubscribe();
+      watches.delete(key);
+      pending.delete(key);
+      drop(key);
+    };
+    const onReference = (change: ResourceChange) => {
+      if (change.type === 'problem') return;
+      if (change.type === 'synced') {
+        waitingFor.delete(change.resource);
+        return maybeSync();
+      }
+      const { added, removed } = index.apply(change);
+      for (const key of removed) stop(key);
+      for (const key of added) if (!watches.has(key)) start(key);
+      maybeSync();
+    };
+    const refs = references$.subscribe(onReference);
+    return () => {
+      closed = true;
+      refs.unsubscribe();
+      for (const subscription of watches.values()) subscription.unsubscribe();
+      watches.clear();
+    };
+  });
+}
+
+/**
+ * A resource set held on demand, by label: of everything its list/watch sees, only the
  * objects that the referencing sets point at are passed on (so only they are
  * stored). Of the others only the key and resourceVersion are kept; one that
  * becomes referenced later is fetched with a GET. An object that stops being

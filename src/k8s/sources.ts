@@ -9,7 +9,7 @@ import { type CredentialsResult, credentialsFromSecret } from './credentials.ts'
 import { type DataplaneAddressing, EndpointSet } from './discovery.ts';
 import { type LoadBalancerIngress, serviceAddresses } from './ingress-status.ts';
 import { type ListWatchOptions, listWatch } from './list-watch.ts';
-import { onDemandSet } from './on-demand.ts';
+import { namedOnDemandSet, onDemandSet } from './on-demand.ts';
 import type { KubeObject, ResourceChange } from './resource.ts';
 
 export interface NamedObject {
@@ -21,9 +21,11 @@ export interface NamedObject {
 
 /**
  * The change sources of every watched set, merged: what the graph's `changes$`
- * takes. A set with `referencedBy` is held on demand (onDemandSet), fed by the
- * changes of the sets that reference it, which are then listed and watched once
- * for both.
+ * takes. A set with `referencedBy` is held on demand, fed by the changes of the
+ * sets that reference it (listed and watched once for both): each referenced object
+ * read and watched by name (namedOnDemandSet), or, when the set has a labelSelector,
+ * the labelled objects listed and watched and only the referenced ones kept
+ * (onDemandSet).
  */
 export function kubeChanges(api: KubeApi, watch: readonly WatchedResource[], options: ListWatchOptions = {}): Observable<ResourceChange> {
   const referenced = new Set(watch.flatMap((w) => (w.referencedBy ?? []).map((r) => r.set)));
@@ -49,7 +51,25 @@ export function kubeChanges(api: KubeApi, watch: readonly WatchedResource[], opt
       const own$ = streams.get(w.name)!;
       if (!w.referencedBy?.length) return own$;
       const references$ = merge(...w.referencedBy.flatMap((r) => streams.get(r.set) ?? []));
-      return onDemandSet(api, { name: w.name, apiVersion: w.apiVersion, resource: w.resource, referencedBy: w.referencedBy, ...(w.strip !== undefined && { strip: w.strip }) }, own$, references$);
+      // With a label the user set, the labelled objects are listed and watched; otherwise each referenced one by name.
+      if (w.labelSelector !== undefined) {
+        return onDemandSet(api, { name: w.name, apiVersion: w.apiVersion, resource: w.resource, referencedBy: w.referencedBy, ...(w.strip !== undefined && { strip: w.strip }) }, own$, references$);
+      }
+      const watchOne = (namespace: string | undefined, name: string) =>
+        listWatch(
+          api,
+          {
+            name: w.name,
+            apiVersion: w.apiVersion,
+            resource: w.resource,
+            named: name,
+            ...(namespace !== undefined && { namespace }),
+            ...(w.fieldSelector !== undefined && { fieldSelector: w.fieldSelector }),
+            ...(w.strip !== undefined && { strip: w.strip }),
+          },
+          options,
+        );
+      return namedOnDemandSet({ name: w.name, referencedBy: w.referencedBy, ...(w.namespace !== undefined && { namespace: w.namespace }) }, watchOne, references$);
     }),
   );
 }

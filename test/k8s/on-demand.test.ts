@@ -57,30 +57,75 @@ describe('referencedKeys and ReferenceIndex', () => {
   });
 });
 
-describe('a set held on demand, listed in either order', () => {
-  it('when the referencing set lists last, fetches what it points at before syncing', async () => {
+const WATCH = (secrets: Record<string, unknown> = {}) => [
+  { name: 'ingresses', apiVersion: 'networking.k8s.io/v1', resource: 'ingresses' },
+  { name: 'secrets', apiVersion: 'v1', resource: 'secrets', referencedBy: [{ set: 'ingresses', path: '$.spec.tls[*].secretName' }], ...secrets },
+];
+/** Requests that read Secrets as a collection (a list), rather than one by name. */
+const secretLists = (double: KubeApiDouble) => double.requestsFor('secrets', { watch: false }).filter((r) => !/\/secrets\/[^/]+$/.test(r.path));
+
+describe('a set held on demand, by name', () => {
+  it('when the referencing set lists late, reads what it points at before syncing, and never lists the set', async () => {
     const double = await KubeApiDouble.start({ token: 'test-token', bookmarkIntervalMs: 0 });
     try {
       double.create('networking.k8s.io/v1', 'ingresses', ingress('a', ['tls-a']));
       double.create('v1', 'secrets', secret('tls-a'));
-      // The Ingress list fails once: the Secrets are listed (and dropped) first.
+      // The Ingress list fails once.
       double.failNext({ path: /ingresses/, watch: false, status: 500 });
-      const { items, subscription } = record(
-        kubeChanges(
-          apiFor(double),
-          [
-            { name: 'ingresses', apiVersion: 'networking.k8s.io/v1', resource: 'ingresses' },
-            { name: 'secrets', apiVersion: 'v1', resource: 'secrets', referencedBy: [{ set: 'ingresses', path: '$.spec.tls[*].secretName' }] },
-          ],
-          { backoff: { initialMs: 50, maxMs: 200, jitter: 0 }, minWatchMs: 0 },
-        ),
-      );
+      const { items, subscription } = record(kubeChanges(apiFor(double), WATCH(), { backoff: { initialMs: 50, maxMs: 200, jitter: 0 }, minWatchMs: 0 }));
       await until('secrets synced', () => items.some((c) => c.type === 'synced' && c.resource === 'secrets'));
       const syncedAt = items.findIndex((c) => c.type === 'synced' && c.resource === 'secrets');
       const secretChanges = items.slice(0, syncedAt).filter((c) => c.type !== 'problem' && c.resource === 'secrets');
-      assert.deepEqual(secretChanges.map((c) => c.type), ['replace', 'upsert'], 'an empty replace, then the fetched Secret');
+      assert.deepEqual(secretChanges.map((c) => c.type), ['upsert'], 'the Secret, read by name');
       assert.deepEqual([...fold(secretChanges).keys()], ['apps/tls-a']);
       assert.equal(double.requests.filter((r) => r.path === '/api/v1/namespaces/apps/secrets/tls-a').length, 1);
+      assert.deepEqual(secretLists(double), []);
+      subscription.unsubscribe();
+    } finally {
+      await double.stop();
+    }
+  });
+
+  it('retries a read that fails, and re-reads after a 410 on its watch, holding the object throughout', async () => {
+    const double = await KubeApiDouble.start({ token: 'test-token', bookmarkIntervalMs: 0 });
+    try {
+      double.create('networking.k8s.io/v1', 'ingresses', ingress('a', ['tls-a']));
+      double.create('v1', 'secrets', secret('tls-a'));
+      double.failNext({ path: /secrets\/tls-a$/, watch: false, status: 500 });
+      const { items, subscription } = record(kubeChanges(apiFor(double), WATCH(), { backoff: { initialMs: 20, maxMs: 100, jitter: 0 }, minWatchMs: 0 }));
+      await until('secrets synced', () => items.some((c) => c.type === 'synced' && c.resource === 'secrets'));
+      assert.ok(items.some((c) => c.type === 'problem' && c.resource === 'secrets' && /get tls-a failed: HTTP 500/.test(c.message)), 'the failure is reported');
+      assert.deepEqual([...fold(items.filter((c) => c.resource === 'secrets')).keys()], ['apps/tls-a']);
+      await until('watching the Secret', () => double.openWatches('secrets') === 1);
+      double.apply('v1', 'secrets', secret('tls-a', 'apps', 'renewed'));
+      double.compact();
+      double.dropWatches('secrets');
+      await until('read again', () => double.requests.filter((r) => r.path === '/api/v1/namespaces/apps/secrets/tls-a' && !r.watch).length >= 3, 5_000);
+      const held = fold(items.filter((c) => c.resource === 'secrets'));
+      assert.deepEqual([...held.keys()], ['apps/tls-a']);
+      assert.deepEqual(secretLists(double), []);
+      subscription.unsubscribe();
+    } finally {
+      await double.stop();
+    }
+  });
+});
+
+describe('a set held on demand, by a label the user sets', () => {
+  it('lists and watches only the labelled objects, and keeps the referenced ones among them', async () => {
+    const double = await KubeApiDouble.start({ token: 'test-token', bookmarkIntervalMs: 0 });
+    try {
+      const labelled = (name: string) => ({ ...secret(name), metadata: { name, namespace: 'apps', labels: { 'haprx.io/tls': 'true' } } });
+      double.create('networking.k8s.io/v1', 'ingresses', ingress('a', ['tls-a', 'unlabelled']));
+      double.create('v1', 'secrets', labelled('tls-a'));
+      double.create('v1', 'secrets', labelled('labelled-unreferenced'));
+      double.create('v1', 'secrets', secret('unlabelled'));
+      const { items, subscription } = record(kubeChanges(apiFor(double), WATCH({ labelSelector: 'haprx.io/tls=true' }), { minWatchMs: 0 }));
+      await until('secrets synced', () => items.some((c) => c.type === 'synced' && c.resource === 'secrets'));
+      assert.deepEqual([...fold(items.filter((c) => c.resource === 'secrets')).keys()], ['apps/tls-a']);
+      const lists = secretLists(double);
+      assert.equal(lists.length, 1);
+      assert.equal(lists[0]!.query.labelSelector, 'haprx.io/tls=true', 'only labelled Secrets cross the network');
       subscription.unsubscribe();
     } finally {
       await double.stop();
@@ -127,6 +172,12 @@ describe('a set held on demand, against the API double', () => {
     assert.equal(double.requestsFor('ingresses', { watch: false }).length, 1, 'the Ingresses are listed once for both uses');
   });
 
+  it('reads and watches the referenced Secrets by name, and never lists Secrets', () => {
+    assert.deepEqual(secretLists(double), []);
+    const watches = double.requestsFor('secrets', { watch: true });
+    assert.deepEqual(watches.map((r) => `${r.path} ${r.query.fieldSelector}`), ['/api/v1/namespaces/apps/secrets metadata.name=tls-a']);
+  });
+
   it('fetches an object when it becomes referenced, and drops it when no longer referenced', async () => {
     double.create('networking.k8s.io/v1', 'ingresses', ingress('b', ['tls-b']));
     await until('tls-b held', () => heldSecrets().includes('apps/tls-b'));
@@ -134,6 +185,7 @@ describe('a set held on demand, against the API double', () => {
     double.remove('networking.k8s.io/v1', 'ingresses', 'apps', 'a');
     await until('tls-a dropped', () => !heldSecrets().includes('apps/tls-a'));
     assert.deepEqual(heldSecrets(), ['apps/tls-b']);
+    await until('only the watch of tls-b left', () => double.openWatches('secrets') === 1);
   });
 
   it('passes changes of referenced objects only', async () => {

@@ -133,7 +133,8 @@ describe('RBAC of the base, against the API calls haprx run makes', () => {
       'update coordination.k8s.io/leases (own namespace)',
       'create events.k8s.io/events (own namespace)',
       'update events.k8s.io/events (own namespace)',
-      'watch core/secrets (cluster)',
+      'get core/secrets (other namespace)',
+      'watch core/secrets (other namespace)',
       'patch networking.k8s.io/ingresses/status (other namespace)',
       'watch networking.k8s.io/ingresses (cluster)',
     ]) {
@@ -148,7 +149,7 @@ describe('RBAC of the base, against the API calls haprx run makes', () => {
 
   it('grants cluster-wide nothing beyond reading the watched sets and patching Ingress status', () => {
     const allowed = new Set(watched.map((w) => `${w.apiVersion.includes('/') ? w.apiVersion.split('/')[0] : ''} ${w.resource}`));
-    // get only where src/k8s/on-demand.ts fetches by name: the sets held on demand.
+    // get only where src/k8s/on-demand.ts reads by name: the sets held on demand.
     const onDemand = new Set(watched.filter((w) => w.referencedBy?.length).map((w) => w.resource));
     for (const rule of clusterRole.rules) {
       for (const group of rule.apiGroups) {
@@ -163,8 +164,16 @@ describe('RBAC of the base, against the API calls haprx run makes', () => {
     }
     for (const w of watched) {
       const group = w.apiVersion.includes('/') ? w.apiVersion.split('/')[0]! : '';
-      for (const verb of ['list', 'watch']) assert.ok(permits(clusterRole.rules, { group, resource: w.resource, verb }), `${verb} ${w.resource}.${group}`);
+      // A set held on demand by name is read with get and watch only; nothing lists it.
+      const byName = onDemand.has(w.resource) && (w as { labelSelector?: string }).labelSelector === undefined;
+      for (const verb of byName ? ['get', 'watch'] : ['list', 'watch']) assert.ok(permits(clusterRole.rules, { group, resource: w.resource, verb }), `${verb} ${w.resource}.${group}`);
+      if (byName) assert.ok(!permits(clusterRole.rules, { group, resource: w.resource, verb: 'list' }), `list ${w.resource}.${group} is granted, and nothing needs it`);
     }
+  });
+
+  it('never lists Secrets outside its own namespace: the referenced ones are read by name', () => {
+    const lists = [...calls.values()].filter((c) => c.resource === 'secrets' && c.verb === 'list' && c.namespace !== NS).map(key);
+    assert.deepEqual(lists, []);
   });
 
   it('grants in haprx-system only verbs that some recorded call uses, or a rare path of the code needs', () => {
