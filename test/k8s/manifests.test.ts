@@ -32,12 +32,14 @@ describe('k8s/base manifests', () => {
     for (const [group, resource, verbs] of needed) for (const verb of verbs) assert.ok(allows(role.rules!, group, resource, verb), `${verb} ${resource}.${group}`);
   });
 
-  it('let haprx run list and watch every set the shipped templates watch, and patch Ingress status', async () => {
+  it('let haprx run list and watch every set the shipped templates watch (get and watch for one held on demand by name), and patch Ingress status', async () => {
     const clusterRole = (await docs('k8s/base/rbac.yaml')).find((d) => d.kind === 'ClusterRole')!;
-    const watched = (parse(await readFile(new URL('templates/haprx.yaml', root), 'utf8')) as { watch: { apiVersion: string; resource: string }[] }).watch;
+    type Watched = { apiVersion: string; resource: string; labelSelector?: string; referencedBy?: unknown[] };
+    const watched = (parse(await readFile(new URL('templates/haprx.yaml', root), 'utf8')) as { watch: Watched[] }).watch;
     for (const w of watched) {
       const group = w.apiVersion.includes('/') ? w.apiVersion.split('/')[0]! : '';
-      for (const verb of ['list', 'watch']) assert.ok(allows(clusterRole.rules!, group, w.resource, verb), `${verb} ${w.resource}.${group}`);
+      const byName = (w.referencedBy?.length ?? 0) > 0 && w.labelSelector === undefined;
+      for (const verb of byName ? ['get', 'watch'] : ['list', 'watch']) assert.ok(allows(clusterRole.rules!, group, w.resource, verb), `${verb} ${w.resource}.${group}`);
     }
     assert.ok(allows(clusterRole.rules!, 'networking.k8s.io', 'ingresses/status', 'patch'));
   });
