@@ -1,4 +1,4 @@
-import { readFile, readdir } from 'node:fs/promises';
+import { readFile, readdir, stat } from 'node:fs/promises';
 import { join } from 'node:path';
 import { parse } from 'yaml';
 
@@ -35,13 +35,27 @@ export async function readTemplateDir(dir: string): Promise<RawConfig> {
   if (main === undefined) return { ok: false, source, path: MAIN_TEMPLATE, message: `${join(dir, MAIN_TEMPLATE)} is missing` };
   const templates: Record<string, unknown> = { [MAIN_TEMPLATE]: main };
   for (const [folder, kind] of Object.entries(TEMPLATE_FOLDERS)) {
-    const names = (await readdir(join(dir, folder), { withFileTypes: true }).catch(missingAs([]))).filter((e) => e.isFile()).map((e) => e.name).sort();
+    const names = await templateFiles(join(dir, folder));
     if (names.length === 0) continue;
     const record: Record<string, string> = {};
     for (const name of names) record[name] = await readFile(join(dir, folder, name), 'utf8');
     templates[kind] = record;
   }
   return { ok: true, source, raw: { ...(settings as object), templates } };
+}
+
+/**
+ * The files of a template sub-folder, symlinks followed (a ConfigMap mount is links);
+ * names starting with a dot are editors' or the mount's own.
+ */
+async function templateFiles(folder: string): Promise<string[]> {
+  const entries = await readdir(folder, { withFileTypes: true }).catch(missingAs([]));
+  const names: string[] = [];
+  for (const entry of entries) {
+    if (entry.name.startsWith('.')) continue;
+    if (entry.isFile() || (entry.isSymbolicLink() && (await stat(join(folder, entry.name)).catch(() => undefined))?.isFile())) names.push(entry.name);
+  }
+  return names.sort();
 }
 
 function missingAs<T>(fallback: T): (err: NodeJS.ErrnoException) => T {

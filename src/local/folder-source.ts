@@ -1,10 +1,10 @@
-import { type FSWatcher, watch as watchFs } from 'node:fs';
-import { readFile, readdir } from 'node:fs/promises';
-import { join, relative, sep } from 'node:path';
+import { readFile } from 'node:fs/promises';
+import { join } from 'node:path';
 import { Observable } from 'rxjs';
 import type { KubeObject, ResourceChange } from '../k8s/resource.ts';
 import { objectKey } from '../k8s/resource.ts';
-import { type CompiledWatch, parseManifests } from './manifests.ts';
+import { FileVersions, type ScannedFile, folderHints, oneAtATime, scanFolder } from './folder-scan.ts';
+import { type CompiledWatch, MAX_OBJECT_BYTES, mib, parseManifests } from './manifests.ts';
 
 export interface FolderSourceOptions {
   dir: string;
@@ -13,68 +13,48 @@ export interface FolderSourceOptions {
   follow?: boolean;
   /** Coalesces the burst of file-system events that one save produces. */
   settleMs?: number;
+  /** A rescan this often even without file-system events; 0 turns it off. */
+  rescanMs?: number;
+  /** A larger file is not read (its objects stay as they were). */
+  maxFileBytes?: number;
+  /** A larger document is skipped (the object keeps its previous version). */
+  maxObjectBytes?: number;
 }
 
 const MANIFEST = /\.(ya?ml|json)$/i;
+export const MAX_FILE_BYTES = 256 * 1024 * 1024;
 
 /** What one file contributed: set name → object key → object. */
 type Contribution = Map<string, Map<string, KubeObject>>;
 
 /**
  * A folder of Kubernetes manifests as a resource source: every object in every
- * `*.yaml`, `*.yml` or `*.json` file below `dir` that a watch matches. After the
- * initial load each set reports `synced`; then each saved, added or removed file
- * becomes the upserts and deletes that turn the old contents into the new. A file
- * that fails to parse is reported as a problem and what it held before stays.
+ * `*.yaml`, `*.yml` or `*.json` file below `dir` that a watch matches (names starting
+ * with a dot are skipped). After the initial load each set reports `synced`; then each
+ * file whose content changed becomes the upserts and deletes that turn the old contents
+ * into the new. Files are found by rescanning the folder when the file system hints at
+ * a change, and periodically: an edit saved by rename, a `git checkout`, or a swapped
+ * ConfigMap mount is seen like any other. A file that fails to parse is reported as a
+ * problem and what it held before stays; so does everything while the folder itself is
+ * missing.
  */
 export function folderSource(options: FolderSourceOptions): Observable<ResourceChange> {
-  const { dir, watches, follow = true, settleMs = 20 } = options;
+  const { dir, watches, follow = true, settleMs = 20, rescanMs = 2_000, maxFileBytes = MAX_FILE_BYTES, maxObjectBytes = MAX_OBJECT_BYTES } = options;
   return new Observable<ResourceChange>((subscriber) => {
     const contributions = new Map<string, Contribution>();
     /** Which file an object (set + key) came from, so two files cannot fight over one object. */
     const owners = new Map<string, string>();
+    const versions = new FileVersions();
     let closed = false;
-    let watcher: FSWatcher | undefined;
-    let timer: NodeJS.Timeout | undefined;
-    const pending = new Set<string>();
-    let queue = Promise.resolve();
+    let folderProblem: string | undefined;
+    let stopHints: (() => Promise<void>) | undefined;
 
     const emit = (change: ResourceChange) => {
       if (!closed) subscriber.next(change);
     };
 
-    const load = async (file: string) => {
-      let text: string | undefined;
-      try {
-        text = await readFile(join(dir, file), 'utf8');
-      } catch (err) {
-        if ((err as NodeJS.ErrnoException).code !== 'ENOENT' && (err as NodeJS.ErrnoException).code !== 'EISDIR') {
-          emit({ type: 'problem', source: file, message: `cannot read: ${(err as Error).message}` });
-          return;
-        }
-      }
-      const next: Contribution = new Map();
-      if (text !== undefined) {
-        const parsed = parseManifests(file, text);
-        if (!parsed.ok) {
-          emit({ type: 'problem', source: parsed.problem.file, ...(parsed.problem.line !== undefined && { line: parsed.problem.line }), message: parsed.problem.message });
-          return;
-        }
-        for (const object of parsed.objects) {
-          for (const w of watches) {
-            if (!w.matches(object)) continue;
-            const key = objectKey(object);
-            const owner = owners.get(`${w.name}/${key}`);
-            if (owner !== undefined && owner !== file) {
-              emit({ type: 'problem', resource: w.name, source: file, message: `${object.kind} ${key} is also defined in ${owner}; keeping that one` });
-              continue;
-            }
-            let set = next.get(w.name);
-            if (!set) next.set(w.name, (set = new Map()));
-            set.set(key, object);
-          }
-        }
-      }
+    /** Replaces what `file` contributed with `next`. */
+    const replace = (file: string, next: Contribution) => {
       const previous = contributions.get(file) ?? new Map();
       for (const [name, objects] of previous) {
         for (const [key, object] of objects) {
@@ -85,6 +65,7 @@ export function folderSource(options: FolderSourceOptions): Observable<ResourceC
       }
       for (const [name, objects] of next) {
         for (const [key, object] of objects) {
+          if (previous.get(name)?.get(key) === object) continue;
           owners.set(`${name}/${key}`, file);
           emit({ type: 'upsert', resource: name, object });
         }
@@ -93,51 +74,95 @@ export function folderSource(options: FolderSourceOptions): Observable<ResourceC
       else contributions.delete(file);
     };
 
-    const enqueue = (work: () => Promise<void>) => {
-      queue = queue.then(work).catch((err: unknown) => emit({ type: 'problem', source: dir, message: String(err) }));
-    };
-
-    const flush = () => {
-      timer = undefined;
-      const files = [...pending].sort();
-      pending.clear();
-      enqueue(async () => {
-        for (const file of files) await load(file);
-      });
-    };
-
-    enqueue(async () => {
-      let files: string[];
-      try {
-        files = (await readdir(dir, { recursive: true })).filter((f) => MANIFEST.test(f)).map((f) => f.split(sep).join('/')).sort();
-      } catch (err) {
-        emit({ type: 'problem', source: dir, message: `cannot list the folder: ${(err as Error).message}` });
-        files = [];
+    const load = async (file: ScannedFile) => {
+      if (file.size > maxFileBytes) {
+        if (versions.record(file, `too large:${file.signature}`))
+          emit({ type: 'problem', source: file.path, message: `the file is ${mib(file.size)}, more than the ${mib(maxFileBytes)} a manifest file may be; not read, its objects stay as they were` });
+        return;
       }
-      for (const file of files) await load(file);
+      let text: string;
+      try {
+        text = await readFile(join(dir, file.path), 'utf8');
+      } catch (err) {
+        // Gone since the scan: the next scan reports it removed. Otherwise reported once per version.
+        const message = `cannot read: ${(err as Error).message}`;
+        if ((err as NodeJS.ErrnoException).code !== 'ENOENT' && versions.record(file, `unreadable:${file.signature}:${message}`)) emit({ type: 'problem', source: file.path, message });
+        return;
+      }
+      if (!versions.record(file, text)) return;
+      const parsed = parseManifests(file.path, text, maxObjectBytes);
+      if (!parsed.ok) {
+        emit({ type: 'problem', source: parsed.problem.file, ...(parsed.problem.line !== undefined && { line: parsed.problem.line }), message: parsed.problem.message });
+        return;
+      }
+      const previous = contributions.get(file.path);
+      const next: Contribution = new Map();
+      const add = (name: string, key: string, object: KubeObject) => {
+        let set = next.get(name);
+        if (!set) next.set(name, (set = new Map()));
+        set.set(key, object);
+      };
+      for (const object of parsed.objects) {
+        for (const w of watches) {
+          if (!w.matches(object)) continue;
+          const key = objectKey(object);
+          const owner = owners.get(`${w.name}/${key}`);
+          if (owner !== undefined && owner !== file.path) {
+            emit({ type: 'problem', resource: w.name, source: file.path, message: `${object.kind} ${key} is also defined in ${owner}; keeping that one` });
+            continue;
+          }
+          add(w.name, key, object);
+        }
+      }
+      for (const skip of parsed.skipped) {
+        emit({ type: 'problem', source: file.path, line: skip.line, message: skip.message });
+        // The object keeps the version it had before it grew too large.
+        const { kind, namespace, name } = skip.object;
+        if (!name || !previous) continue;
+        const key = namespace ? `${namespace}/${name}` : name;
+        for (const [set, objects] of previous) {
+          const kept = objects.get(key);
+          if (kept && kept.kind === kind && !next.get(set)?.has(key)) add(set, key, kept);
+        }
+      }
+      replace(file.path, next);
+    };
+
+    const scan = async () => {
+      const result = await scanFolder(dir, { accept: (path) => MANIFEST.test(path) });
+      if (!result.ok) {
+        const message = `cannot list the folder: ${result.message}; its objects stay as they were`;
+        if (message !== folderProblem) emit({ type: 'problem', source: dir, message });
+        folderProblem = message;
+        return;
+      }
+      folderProblem = undefined;
+      const { changed, removed } = versions.candidates(result.files);
+      for (const path of removed) {
+        versions.forget(path);
+        replace(path, new Map());
+      }
+      for (const file of changed.sort((a, b) => a.path.localeCompare(b.path))) await load(file);
+    };
+
+    const rescan = oneAtATime(() => scan().catch((err: unknown) => emit({ type: 'problem', source: dir, message: String(err) })));
+    void rescan.request().then(() => {
       for (const w of watches) emit({ type: 'synced', resource: w.name });
     });
 
     if (follow) {
-      try {
-        watcher = watchFs(dir, { recursive: true }, (_event, filename) => {
-          if (filename === null) return;
-          const file = relative(dir, join(dir, filename.toString())).split(sep).join('/');
-          if (!MANIFEST.test(file)) return;
-          pending.add(file);
-          if (timer) clearTimeout(timer);
-          timer = setTimeout(flush, settleMs);
-        });
-        watcher.on('error', (err) => emit({ type: 'problem', source: dir, message: `watching stopped: ${err.message}` }));
-      } catch (err) {
-        emit({ type: 'problem', source: dir, message: `cannot watch the folder: ${(err as Error).message}` });
-      }
+      stopHints = folderHints(dir, {
+        onHint: () => void rescan.request(),
+        onError: (message) => emit({ type: 'problem', source: dir, message: `watching: ${message}; the periodic rescan goes on` }),
+        rescanMs,
+        settleMs,
+      });
     }
 
     return () => {
       closed = true;
-      watcher?.close();
-      if (timer) clearTimeout(timer);
+      rescan.stop();
+      void stopHints?.();
     };
   });
 }

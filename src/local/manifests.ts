@@ -10,35 +10,110 @@ export interface ManifestProblem {
   message: string;
 }
 
-export type ParsedManifests = { ok: true; objects: KubeObject[] } | { ok: false; problem: ManifestProblem };
+/** A document left out because it is larger than an object may be; the rest of the file was read. */
+export interface SkippedDocument {
+  line: number;
+  bytes: number;
+  /** What the document's first lines say it is, when they say it plainly. */
+  object: { kind?: string; namespace?: string; name?: string };
+  message: string;
+}
+
+export type ParsedManifests = { ok: true; objects: KubeObject[]; skipped: SkippedDocument[] } | { ok: false; problem: ManifestProblem };
 
 /**
- * Parses a multi-document YAML (or JSON) file of Kubernetes objects. `List` kinds are
- * flattened. One bad document fails the whole file, so that a half-read file never
- * replaces what the file held before.
+ * The API server refuses objects above about 1.5 MiB (etcd's default request limit),
+ * so a larger document in a manifest is a mistake, and parsing it would cost many
+ * times its size in memory.
  */
-export function parseManifests(file: string, text: string): ParsedManifests {
-  const documents = parseAllDocuments(text, { prettyErrors: false });
+export const MAX_OBJECT_BYTES = 1.5 * 1024 * 1024;
+
+/**
+ * Parses a multi-document YAML (or JSON) file of Kubernetes objects, one document at
+ * a time, so that memory follows the largest document and not the file. `List` kinds
+ * are flattened. A document above `maxObjectBytes` is skipped and described; any other
+ * bad document fails the whole file, so that a half-read file never replaces what the
+ * file held before.
+ */
+export function parseManifests(file: string, text: string, maxObjectBytes = MAX_OBJECT_BYTES): ParsedManifests {
   const objects: KubeObject[] = [];
+  const skipped: SkippedDocument[] = [];
   const lines = lineCounter(text);
-  for (const doc of Array.isArray(documents) ? documents : [documents]) {
-    const error = doc.errors[0];
-    if (error) return { ok: false, problem: { file, line: lines(error.pos[0]), message: error.message.split('\n')[0]! } };
-    const value: unknown = doc.toJS();
-    if (value === null || value === undefined) continue;
-    const start = doc.contents?.range?.[0] ?? doc.range[0];
-    const items = isObject(value) && value.kind === 'List' && Array.isArray(value.items) ? (value.items as unknown[]) : [value];
-    for (const item of items) {
-      const problem = objectProblem(item);
-      if (problem) return { ok: false, problem: { file, line: lines(start), message: problem } };
-      const object = item as KubeObject;
-      // A content hash stands in for the resourceVersion, so re-reading an unchanged
-      // file changes nothing downstream.
-      object.metadata.resourceVersion ??= createHash('sha256').update(JSON.stringify(object)).digest('hex').slice(0, 16);
-      objects.push(object);
+  for (const { start, end } of documentRanges(text)) {
+    const source = text.slice(start, end);
+    const bytes = Buffer.byteLength(source);
+    if (bytes > maxObjectBytes) {
+      const object = identify(source.slice(0, 64 * 1024));
+      const what = object.kind || object.name ? `${object.kind ?? 'object'} ${object.namespace ? `${object.namespace}/` : ''}${object.name ?? '(no name)'}` : 'a document';
+      skipped.push({ line: lines(start), bytes, object, message: `${what} is ${mib(bytes)}, more than the ${mib(maxObjectBytes)} an object may be; skipped` });
+      continue;
+    }
+    for (const doc of parseAllDocuments(source, { prettyErrors: false })) {
+      const error = doc.errors[0];
+      if (error) return { ok: false, problem: { file, line: lines(start + error.pos[0]), message: error.message.split('\n')[0]! } };
+      const value: unknown = doc.toJS();
+      if (value === null || value === undefined) continue;
+      const at = start + (doc.contents?.range?.[0] ?? doc.range[0]);
+      const items = isObject(value) && value.kind === 'List' && Array.isArray(value.items) ? (value.items as unknown[]) : [value];
+      for (const item of items) {
+        const problem = objectProblem(item);
+        if (problem) return { ok: false, problem: { file, line: lines(at), message: problem } };
+        const object = item as KubeObject;
+        // A content hash stands in for the resourceVersion, so re-reading an unchanged
+        // file changes nothing downstream.
+        object.metadata.resourceVersion ??= createHash('sha256').update(JSON.stringify(object)).digest('hex').slice(0, 16);
+        objects.push(object);
+      }
     }
   }
-  return { ok: true, objects };
+  return { ok: true, objects, skipped };
+}
+
+/**
+ * Where each document of a YAML stream starts and ends, without parsing it: a `---`
+ * at the start of a line always opens a document (YAML forbids it inside a scalar at
+ * that position). Directives (`%YAML`) stay with the document they precede.
+ */
+function documentRanges(text: string): { start: number; end: number }[] {
+  const starts = [0];
+  for (const match of text.matchAll(/^---(?=[ \t\r\n]|$)/gm)) if (match.index > 0) starts.push(match.index);
+  const ranges: { start: number; end: number }[] = [];
+  let from: number | undefined;
+  for (let i = 0; i < starts.length; i++) {
+    const start = from ?? starts[i]!;
+    const end = starts[i + 1] ?? text.length;
+    from = undefined;
+    if (end < text.length && onlyDirectives(text.slice(starts[i], end))) from = start;
+    else ranges.push({ start, end });
+  }
+  return ranges;
+}
+
+function onlyDirectives(text: string): boolean {
+  return /^%/m.test(text) && text.split('\n').every((line) => /^(%.*|#.*|\.\.\.\s*|\s*)$/.test(line));
+}
+
+/** Kind, namespace and name from the top of a document, read by pattern: enough to name it in a message. */
+function identify(head: string): SkippedDocument['object'] {
+  const plain = (s: string | undefined) => s?.replace(/^["']|["']$/g, '');
+  const kind = plain(/^kind:[ \t]*(\S+)/m.exec(head)?.[1]);
+  let metadata = '';
+  const flow = /^metadata:[ \t]*\{([^}]*)\}/m.exec(head);
+  if (flow) metadata = flow[1]!.split(',').map((p) => p.trim()).join('\n');
+  else {
+    const block = /^metadata:[ \t]*\r?\n((?:[ \t]+.*\r?\n?)*)/m.exec(head);
+    const indent = block ? /^[ \t]+/.exec(block[1]!)?.[0] : undefined;
+    if (block && indent) metadata = block[1]!.split('\n').filter((l) => l.startsWith(indent) && !/^[ \t]/.test(l.slice(indent.length))).map((l) => l.slice(indent.length)).join('\n');
+  }
+  const field = (name: string) => plain(new RegExp(`^${name}:[ \\t]*([^\\s#,]+)`, 'm').exec(metadata)?.[1]);
+  const name = field('name');
+  const namespace = field('namespace');
+  return { ...(kind && { kind }), ...(namespace && { namespace }), ...(name && { name }) };
+}
+
+/** A size for messages. */
+export function mib(bytes: number): string {
+  return `${(bytes / 1024 / 1024).toFixed(1)} MiB`;
 }
 
 function objectProblem(value: unknown): string | undefined {

@@ -1,12 +1,13 @@
 import assert from 'node:assert/strict';
-import { mkdir, mkdtemp, rm, writeFile, unlink } from 'node:fs/promises';
+import { link, mkdir, mkdtemp, rename, rm, symlink, unlink, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { basename, dirname, join } from 'node:path';
 import { after, describe, it } from 'node:test';
 import { type Observable, filter, firstValueFrom, take, toArray, timeout } from 'rxjs';
 import type { ResourceChange } from '../../src/k8s/resource.ts';
 import { folderSource } from '../../src/local/folder-source.ts';
 import { compileWatches } from '../../src/local/manifests.ts';
+import { until } from '../support/until.ts';
 
 const compiled = compileWatches([
   { name: 'services', apiVersion: 'v1', resource: 'services' },
@@ -117,5 +118,160 @@ describe('folderSource', async () => {
     const changes = await firstValueFrom(folderSource({ dir: join(root, 'missing'), watches, follow: false }).pipe(take(3), toArray(), timeout(5000)));
     assert.match(label(changes[0]!), /^problem .*missing: cannot list the folder/);
     assert.deepEqual(changes.slice(1).map(label), ['synced services', 'synced ingresses']);
+  });
+});
+
+describe('folderSource never loses an edit', async () => {
+  const root = await mkdtemp(join(tmpdir(), 'haprx-folder-edits-'));
+  after(() => rm(root, { recursive: true, force: true }));
+  /** The port each Service has now, from the changes seen so far. */
+  function ports(source: Observable<ResourceChange>) {
+    const now = new Map<string, number>();
+    const problems: string[] = [];
+    const subscription = source.subscribe((c) => {
+      if (c.type === 'upsert') now.set(c.object.metadata.name, (c.object as unknown as { spec: { ports: { port: number }[] } }).spec.ports[0]!.port);
+      if (c.type === 'delete') now.delete(c.object.metadata.name);
+      if (c.type === 'problem') problems.push(label(c));
+    });
+    after(() => subscription.unsubscribe());
+    return {
+      problems,
+      now,
+      until: (what: string, ok: () => boolean, ms = 5_000) =>
+        until(what, () => (ok() ? true : undefined), ms, () => `services: ${JSON.stringify([...now])}; problems: ${problems.join(' | ')}`, 10),
+    };
+  }
+  const byRename = async (path: string, text: string) => {
+    const tmp = join(dirname(path), `.${basename(path)}.tmp`);
+    await writeFile(tmp, text);
+    await rename(tmp, path);
+  };
+
+  it('sees 50 saves by rename in a row, each one, with file-system events alone', async () => {
+    const dir = join(root, 'renames');
+    await mkdir(dir);
+    await writeFile(join(dir, 'svc.yaml'), service('web', 1));
+    const s = ports(folderSource({ dir, watches, rescanMs: 0 }));
+    await s.until('the first load', () => s.now.get('web') === 1);
+    for (let i = 2; i <= 51; i++) {
+      await byRename(join(dir, 'svc.yaml'), service('web', i));
+      await s.until(`port ${i} after save #${i - 1}`, () => s.now.get('web') === i);
+    }
+    assert.deepEqual(s.problems, []);
+  });
+
+  it('ends on the last of 50 back-to-back saves by rename, and on each of 30 writes in place that follow', async () => {
+    const dir = join(root, 'burst');
+    await mkdir(dir);
+    await writeFile(join(dir, 'svc.yaml'), service('web', 1000));
+    const s = ports(folderSource({ dir, watches, rescanMs: 0 }));
+    await s.until('the first load', () => s.now.get('web') === 1000);
+    for (let i = 1001; i <= 1050; i++) await byRename(join(dir, 'svc.yaml'), service('web', i));
+    await s.until('the last save', () => s.now.get('web') === 1050);
+    for (let i = 1051; i <= 1080; i++) {
+      await writeFile(join(dir, 'svc.yaml'), service('web', i));
+      await s.until(`port ${i}`, () => s.now.get('web') === i);
+    }
+  });
+
+  it('ignores editors\' swap and backup files, and reads the file they save', async () => {
+    const dir = join(root, 'editor');
+    await mkdir(dir);
+    await writeFile(join(dir, 'svc.yaml'), service('web', 1));
+    const s = ports(folderSource({ dir, watches, rescanMs: 0 }));
+    await s.until('the first load', () => s.now.get('web') === 1);
+    // vim: a swap file while editing, a backup, then the new file in place of the old.
+    await writeFile(join(dir, '.svc.yaml.swp'), 'not yaml: [');
+    await rename(join(dir, 'svc.yaml'), join(dir, '.svc.yaml~'));
+    await writeFile(join(dir, 'svc.yaml'), service('web', 2));
+    await unlink(join(dir, '.svc.yaml~'));
+    await unlink(join(dir, '.svc.yaml.swp'));
+    await s.until('the saved file', () => s.now.get('web') === 2);
+    assert.deepEqual(s.problems, []);
+  });
+
+  it('follows a checkout that replaces the whole folder, and keeps the objects while the folder is gone', async () => {
+    const dir = join(root, 'checkout');
+    await mkdir(join(dir, 'apps'), { recursive: true });
+    await writeFile(join(dir, 'apps', 'a.yaml'), service('a', 1));
+    await writeFile(join(dir, 'b.yaml'), service('b', 1));
+    const s = ports(folderSource({ dir, watches, rescanMs: 0 }));
+    await s.until('the first load', () => s.now.get('a') === 1 && s.now.get('b') === 1);
+    await rm(dir, { recursive: true });
+    await s.until('the problem', () => s.problems.some((p) => p.includes('cannot list the folder')));
+    assert.deepEqual([...s.now].sort(), [['a', 1], ['b', 1]], 'nothing deleted while the folder is missing');
+    await mkdir(join(dir, 'apps'), { recursive: true });
+    await writeFile(join(dir, 'apps', 'a.yaml'), service('a', 2));
+    await writeFile(join(dir, 'c.yaml'), service('c', 2));
+    await s.until('the new folder', () => s.now.get('a') === 2 && s.now.get('c') === 2 && !s.now.has('b'));
+    // A sub-folder deleted and re-created.
+    await rm(join(dir, 'apps'), { recursive: true });
+    await s.until('apps gone', () => !s.now.has('a'));
+    await mkdir(join(dir, 'apps'));
+    await writeFile(join(dir, 'apps', 'a.yaml'), service('a', 3));
+    await s.until('apps back', () => s.now.get('a') === 3);
+  });
+
+  it('follows a ConfigMap mount: links into ..data, swapped as a whole', async () => {
+    const dir = join(root, 'configmap');
+    await mkdir(join(dir, '..v1'), { recursive: true });
+    await writeFile(join(dir, '..v1', 'svc.yaml'), service('web', 1));
+    await symlink('..v1', join(dir, '..data'));
+    await symlink('..data/svc.yaml', join(dir, 'svc.yaml'));
+    const s = ports(folderSource({ dir, watches, rescanMs: 0 }));
+    await s.until('the first load', () => s.now.get('web') === 1);
+    for (let v = 2; v <= 6; v++) {
+      // What the kubelet does: a new timestamped folder, a new link renamed over ..data, the old folder removed.
+      await mkdir(join(dir, `..v${v}`));
+      await writeFile(join(dir, `..v${v}`, 'svc.yaml'), service('web', v));
+      await symlink(`..v${v}`, join(dir, '..data_tmp'));
+      await rename(join(dir, '..data_tmp'), join(dir, '..data'));
+      await rm(join(dir, `..v${v - 1}`), { recursive: true });
+      await s.until(`version ${v}`, () => s.now.get('web') === v);
+    }
+    assert.deepEqual(s.problems, [], 'the ..data folders are not read twice');
+  });
+
+  it('rescans periodically, so a change no event reported still arrives', async () => {
+    const dir = join(root, 'periodic');
+    await mkdir(dir);
+    // A hard link from outside the watched tree: writes through it raise no event on this folder.
+    const outside = join(root, 'outside.yaml');
+    await writeFile(outside, service('x', 1));
+    await link(outside, join(dir, 'x.yaml'));
+    const s = ports(folderSource({ dir, watches, rescanMs: 200 }));
+    await s.until('the first load', () => s.now.get('x') === 1);
+    await writeFile(outside, service('x', 2));
+    await s.until('the periodic rescan', () => s.now.get('x') === 2, 3_000);
+  });
+
+  it('skips an object larger than the bound, names it, keeps its last version and loads the rest of the file', async () => {
+    const dir = join(root, 'large');
+    await mkdir(dir);
+    const big = (port: number) => `${service('big', port)}  padding: "${'x'.repeat(4096)}"\n`;
+    await writeFile(join(dir, 'svc.yaml'), [service('web', 1), service('big', 1)].join('---\n'));
+    const s = ports(folderSource({ dir, watches, rescanMs: 0, maxObjectBytes: 2048 }));
+    await s.until('the first load', () => s.now.get('web') === 1 && s.now.get('big') === 1);
+    await byRename(join(dir, 'svc.yaml'), [service('web', 2), big(2)].join('---\n'));
+    await s.until('web changed', () => s.now.get('web') === 2);
+    await s.until('the problem', () => s.problems.length > 0);
+    assert.match(s.problems[0]!, /^problem svc\.yaml:\d+ Service demo\/big is 0\.0 MiB, more than the 0\.0 MiB an object may be; skipped$/);
+    assert.equal(s.now.get('big'), 1, 'the last version stays');
+    await byRename(join(dir, 'svc.yaml'), [service('web', 3), service('big', 3)].join('---\n'));
+    await s.until('recovered', () => s.now.get('web') === 3 && s.now.get('big') === 3);
+  });
+
+  it('does not read a file larger than the bound, and says so once', async () => {
+    const dir = join(root, 'hugefile');
+    await mkdir(dir);
+    await writeFile(join(dir, 'svc.yaml'), service('web', 1));
+    const s = ports(folderSource({ dir, watches, rescanMs: 100, maxFileBytes: 1024 }));
+    await s.until('the first load', () => s.now.get('web') === 1);
+    await byRename(join(dir, 'svc.yaml'), service('web', 2) + `# ${'x'.repeat(2048)}\n`);
+    await s.until('the problem', () => s.problems.length > 0);
+    await new Promise((r) => setTimeout(r, 400));
+    assert.equal(s.problems.length, 1, s.problems.join(' | '));
+    assert.match(s.problems[0]!, /^problem svc\.yaml: the file is 0\.0 MiB, more than the 0\.0 MiB a manifest file may be; not read/);
+    assert.equal(s.now.get('web'), 1);
   });
 });
