@@ -39,7 +39,9 @@ export const renderCommand: Command = {
 Renders the templates once with the Kubernetes objects in DIR and writes
 haproxy.cfg with its maps/, general/ and ssl/ files into --out. Paths in the
 configuration are relative to that folder: run haproxy from it
-(cd OUT && haproxy -c -f haproxy.cfg). Exits non-zero on any error.
+(cd OUT && haproxy -c -f haproxy.cfg). Exits non-zero on any error. The folder
+may hold other files: haprx lists what it wrote in OUT/.haprx-files and, on the
+next run, removes only those of its files that are no longer rendered.
 
 Options:
   --out DIR          where to write (created if missing; made private to its

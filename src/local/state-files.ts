@@ -1,4 +1,4 @@
-import { chmod, lstat, mkdir, readdir, rename, rm, writeFile } from 'node:fs/promises';
+import { chmod, lstat, mkdir, readFile, rename, rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { AUX_DIRS, AUX_KINDS, type RenderedFiles } from '../templating/rendered.ts';
 
@@ -18,21 +18,57 @@ export async function privateDir(dir: string): Promise<void> {
 }
 
 /**
- * Writes a rendered configuration into a haproxy state directory (created or
+ * The list of files haprx wrote into a folder, kept in the folder itself: only these
+ * are ever deleted, so a user's own files beside them (a `site.key` in ssl/) stay.
+ */
+export const OWNED_FILES = '.haprx-files';
+
+/** What an owned path may look like: haproxy.cfg, or one plain file name in an aux folder. */
+const OWNABLE = new RegExp(`^(haproxy\\.cfg|(${Object.values(AUX_DIRS).join('|')})/[^/\\\\]+)$`);
+
+/**
+ * Writes a rendered configuration into a folder haproxy runs from (created or
  * tightened to 0700 first): haproxy.cfg and the maps/, general/ and ssl/ files it
- * references, each replaced atomically (write, then rename), and stale aux files
- * removed. Certificates hold keys: 0600.
+ * references, each replaced atomically (write, then rename). Files haprx wrote before
+ * that the new configuration no longer has are removed; nothing else in the folder is
+ * touched. Certificates hold keys: 0600.
  */
 export async function writeStateFiles(dir: string, files: RenderedFiles): Promise<void> {
   await privateDir(dir);
+  const before = await ownedFiles(dir);
+  const wanted = new Set<string>(['haproxy.cfg']);
   for (const kind of AUX_KINDS) {
-    const sub = join(dir, AUX_DIRS[kind]);
-    await privateDir(sub);
-    const wanted = files[kind];
-    for (const [name, content] of Object.entries(wanted)) await atomicWrite(join(sub, name), content, kind === 'certs' ? 0o600 : 0o644);
-    for (const name of await readdir(sub)) if (!Object.hasOwn(wanted, name)) await rm(join(sub, name), { force: true, recursive: true });
+    const sub = AUX_DIRS[kind];
+    await privateDir(join(dir, sub));
+    for (const [name, content] of Object.entries(files[kind])) {
+      await atomicWrite(join(dir, sub, name), content, kind === 'certs' ? 0o600 : 0o644);
+      wanted.add(`${sub}/${name}`);
+    }
   }
   await atomicWrite(join(dir, 'haproxy.cfg'), files.main, 0o644);
+  const stale = [...before].filter((path) => !wanted.has(path));
+  // Listed before they are removed, so an interrupted run still knows they are haprx's.
+  if (stale.length > 0) await recordOwned(dir, [...wanted, ...stale]);
+  // A path the user turned into a folder is left alone.
+  for (const path of stale) await rm(join(dir, path), { force: true }).catch(() => undefined);
+  await recordOwned(dir, [...wanted]);
+}
+
+/** The files haprx wrote into `dir`, as recorded there; entries that could not be haprx's are ignored. */
+export async function ownedFiles(dir: string): Promise<Set<string>> {
+  const text = await readFile(join(dir, OWNED_FILES), 'utf8').catch(() => '');
+  let listed: unknown;
+  try {
+    listed = JSON.parse(text || '{"files":[]}');
+  } catch {
+    return new Set();
+  }
+  const paths = (listed as { files?: unknown }).files;
+  return new Set(Array.isArray(paths) ? paths.filter((p): p is string => typeof p === 'string' && OWNABLE.test(p) && !p.includes('/..') && !p.endsWith('/.')) : []);
+}
+
+async function recordOwned(dir: string, paths: string[]): Promise<void> {
+  await atomicWrite(join(dir, OWNED_FILES), `${JSON.stringify({ files: [...new Set(paths)].sort() }, null, 1)}\n`, 0o644);
 }
 
 async function atomicWrite(path: string, content: string, mode: number): Promise<void> {

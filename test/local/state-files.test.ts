@@ -1,0 +1,53 @@
+import assert from 'node:assert/strict';
+import { mkdir, mkdtemp, readFile, readdir, rm, stat, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { after, describe, it } from 'node:test';
+import { OWNED_FILES, ownedFiles, writeStateFiles } from '../../src/local/state-files.ts';
+import { sealRendered } from '../../src/templating/rendered.ts';
+
+const rendered = (maps: Record<string, string>, certs: Record<string, string> = {}) => sealRendered({ main: 'global\n', maps, files: {}, certs });
+const list = async (dir: string) => (await readdir(dir, { recursive: true })).map(String).sort();
+
+describe('writeStateFiles', async () => {
+  const root = await mkdtemp(join(tmpdir(), 'haprx-state-'));
+  after(() => rm(root, { recursive: true, force: true }));
+
+  it('removes the files it wrote before and no longer renders, and nothing else', async () => {
+    const dir = join(root, 'owned');
+    await mkdir(join(dir, 'ssl'), { recursive: true });
+    await mkdir(join(dir, 'maps'));
+    // The user's own files, there before haprx.
+    await writeFile(join(dir, 'ssl', 'site.key'), 'KEY');
+    await writeFile(join(dir, 'maps', 'mine.map'), 'x y\n');
+    await writeFile(join(dir, 'notes.txt'), 'n');
+    await writeStateFiles(dir, rendered({ 'a.map': 'a\n', 'b.map': 'b\n' }, { 'shop.pem': 'PEM' }));
+    assert.deepEqual([...(await ownedFiles(dir))].sort(), ['haproxy.cfg', 'maps/a.map', 'maps/b.map', 'ssl/shop.pem']);
+    assert.equal((await stat(join(dir, 'ssl', 'shop.pem'))).mode & 0o777, 0o600);
+
+    await writeStateFiles(dir, rendered({ 'b.map': 'b2\n' }));
+    assert.deepEqual(await list(dir), [OWNED_FILES, 'general', 'haproxy.cfg', 'maps', 'maps/b.map', 'maps/mine.map', 'notes.txt', 'ssl', 'ssl/site.key']);
+    assert.equal(await readFile(join(dir, 'ssl', 'site.key'), 'utf8'), 'KEY');
+    assert.equal(await readFile(join(dir, 'maps', 'b.map'), 'utf8'), 'b2\n');
+    assert.deepEqual([...(await ownedFiles(dir))].sort(), ['haproxy.cfg', 'maps/b.map']);
+  });
+
+  it('ignores a list of owned files that names anything outside its folders', async () => {
+    const dir = join(root, 'hostile');
+    await mkdir(dir);
+    await writeFile(join(root, 'outside'), 'keep');
+    await writeFile(join(dir, OWNED_FILES), JSON.stringify({ files: ['../outside', 'maps/../../outside', 'ssl/..', '/etc/passwd', 'maps/ok.map', 42] }));
+    assert.deepEqual([...(await ownedFiles(dir))], ['maps/ok.map']);
+    await writeStateFiles(dir, rendered({}));
+    assert.equal(await readFile(join(root, 'outside'), 'utf8'), 'keep');
+  });
+
+  it('reads a missing or broken list as owning nothing', async () => {
+    const dir = join(root, 'broken');
+    await mkdir(join(dir, 'maps'), { recursive: true });
+    await writeFile(join(dir, 'maps', 'old.map'), 'o\n');
+    await writeFile(join(dir, OWNED_FILES), '{not json');
+    await writeStateFiles(dir, rendered({}));
+    assert.deepEqual(await list(join(dir, 'maps')), ['old.map']);
+  });
+});
