@@ -96,7 +96,11 @@ export type ControllerEvent =
   | { type: 'DeploymentStarted'; deployment: Deployment }
   | { type: 'InstanceDeployed'; deployment: Deployment; result: InstanceResult }
   | { type: 'InstanceDeployFailed'; deployment: Deployment; result: InstanceResult }
-  | { type: 'DeploymentCompleted'; deployment: Deployment; results: readonly InstanceResult[]; durationMs: number };
+  | { type: 'DeploymentCompleted'; deployment: Deployment; results: readonly InstanceResult[]; durationMs: number }
+  /** A target haprx runs itself (local mode's haproxy) stopped on its own; it is being restarted. */
+  | { type: 'TargetDown'; endpoint: Endpoint; cause: string }
+  /** That target runs again, with the last configuration it had taken. */
+  | { type: 'TargetRestarted'; endpoint: Endpoint; cause: string; downMs: number };
 
 export type ValidatedEvent = Extract<ControllerEvent, { type: 'Validated' }>;
 

@@ -1,11 +1,12 @@
 import { resolve } from 'node:path';
 import { parseArgs } from 'node:util';
-import { type Observable, from, of } from 'rxjs';
+import { BehaviorSubject, type Observable, distinctUntilChanged, from, map, of } from 'rxjs';
 import { templateDirSource } from '../config/template-dir-source.ts';
 import type { RawConfig } from '../config/template-dir.ts';
 import { Validator } from '../haproxy/validate.ts';
 import type { ResourceChange } from '../k8s/resource.ts';
 import { folderSource } from '../local/folder-source.ts';
+import type { Endpoint } from '../events.ts';
 import { compileWatches } from '../local/manifests.ts';
 import { LocalTarget } from '../local/target.ts';
 import { startObservability } from '../observability/index.ts';
@@ -89,11 +90,23 @@ OTEL_EXPORTER_OTLP_TRACES_ENDPOINT) is set, e.g. Jaeger's http://127.0.0.1:4318.
       debug: ports['debug-port'] ? { port: ports['debug-port'], host: values['debug-address'] } : false,
       onListenError: 'warn',
     });
+    const endpoint: Endpoint = { id: 'local', address: stateDir };
+    // While haproxy is down and being restarted there is no instance to deploy to; when it
+    // is back it joins again, and the graph sends it the current configuration.
+    const up$ = new BehaviorSubject(true);
     const target = new LocalTarget({
       bin: values['haproxy-bin'],
       stateDir,
       onStep: (s) => log.debug({ step: s.kind }, obs.scrub(s.detail)),
       onOutput: (line) => log.debug({ source: 'haproxy' }, obs.scrub(line)),
+      onHealth: (health) => {
+        obs.record(
+          health.up
+            ? { type: 'TargetRestarted', endpoint, cause: obs.scrub(health.cause), downMs: health.downMs }
+            : { type: 'TargetDown', endpoint, cause: obs.scrub(health.cause) },
+        );
+        up$.next(health.up);
+      },
     });
     const validator = new Validator({ haproxyBin: values['haproxy-bin'] });
     log.info({ manifests, templates, stateDir }, `watching ${manifests}`);
@@ -111,7 +124,10 @@ OTEL_EXPORTER_OTLP_TRACES_ENDPOINT) is set, e.g. Jaeger's http://127.0.0.1:4318.
               : of({ type: 'problem' as const, source: manifests, message: compiled.message });
             return source$.pipe(obs.trackResources());
           },
-          endpoints$: of([{ id: 'local', address: stateDir }]),
+          endpoints$: up$.pipe(
+            distinctUntilChanged(),
+            map((up) => (up ? [endpoint] : [])),
+          ),
           validator,
           deployTo: (_endpoint, deployment) => from(target.deploy(deployment.config)),
           values: sets.values,
@@ -127,6 +143,7 @@ OTEL_EXPORTER_OTLP_TRACES_ENDPOINT) is set, e.g. Jaeger's http://127.0.0.1:4318.
     log.info(`${signal}: stopping`);
     subscription.unsubscribe();
     await target.stop();
+    up$.complete();
     await obs.close();
     return 0;
   },

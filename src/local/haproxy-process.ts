@@ -12,6 +12,11 @@ export interface HaproxyProcessOptions {
   reloadTimeoutMs?: number;
   /** Receives haproxy's own output, line by line. */
   onOutput?: (line: string) => void;
+  /**
+   * Told when a haproxy that had started stops without being asked to (its master was
+   * killed, or a worker died and the master followed), with what haproxy said about it.
+   */
+  onExit?: (cause: string) => void;
 }
 
 export type ReloadResult = { ok: true } | { ok: false; message: string };
@@ -27,11 +32,14 @@ const KEEP_LINES = 200;
  */
 export class HaproxyProcess {
   readonly masterSocket: string;
-  private readonly options: Required<Omit<HaproxyProcessOptions, 'onOutput'>> & Pick<HaproxyProcessOptions, 'onOutput'>;
+  private readonly options: Required<Omit<HaproxyProcessOptions, 'onOutput' | 'onExit'>> & Pick<HaproxyProcessOptions, 'onOutput' | 'onExit'>;
   private child: ChildProcess | undefined;
   private exited: Promise<void> = Promise.resolve();
   private output: string[] = [];
   private outputSeq = 0;
+  private stopping = false;
+  /** Output number when the running haproxy became ready, or last finished a reload: later ALERTs explain an exit. */
+  private readyMark = 0;
 
   constructor(options: HaproxyProcessOptions) {
     this.options = { startTimeoutMs: 10_000, reloadTimeoutMs: 15_000, ...options };
@@ -50,7 +58,17 @@ export class HaproxyProcess {
       stdio: ['ignore', 'pipe', 'pipe'],
     });
     this.child = child;
+    this.stopping = false;
+    let started = false;
+    const closed = new Promise<void>((resolve) => child.once('close', () => resolve()));
     this.exited = new Promise((resolve) => child.once('exit', () => resolve()));
+    child.once('exit', (code, signal) => {
+      if (!started || this.stopping) return;
+      // What the master printed about it arrives with the last output, before the pipes close.
+      void Promise.race([closed, sleep(150)]).then(() => {
+        if (!this.stopping && this.child === child) this.options.onExit?.(this.describeExit(child.pid, code, signal));
+      });
+    });
     child.once('error', (err) => this.record(`cannot start ${this.options.bin}: ${err.message}`));
     for (const stream of [child.stdout, child.stderr]) {
       let partial = '';
@@ -68,7 +86,11 @@ export class HaproxyProcess {
         throw new Error(`haproxy did not start: ${this.alerts(0) || this.output.slice(-5).join('\n') || `exit ${child.exitCode ?? child.signalCode}`}`);
       }
       const proc = await this.showProc().catch(() => undefined);
-      if (proc && proc.workers.length > 0) return;
+      if (proc && proc.workers.length > 0) {
+        started = true;
+        this.readyMark = this.outputSeq;
+        return;
+      }
       await sleep(25);
     }
     await this.stop();
@@ -95,10 +117,18 @@ export class HaproxyProcess {
     const deadline = Date.now() + this.options.reloadTimeoutMs;
     while (Date.now() < deadline) {
       await sleep(20);
+      if (!this.running) return { ok: false, message: `haproxy exited during the reload${this.alerts(mark) ? `: ${this.alerts(mark)}` : ''}` };
       const after = await this.showProc().catch(() => undefined);
       if (!after || after.reloads <= before.reloads) continue;
-      if (after.failedReloads > before.failedReloads) return { ok: false, message: this.alerts(mark) || 'haproxy refused the new configuration' };
-      if (after.workers.some((w) => w.reloads === 0)) return { ok: true };
+      if (after.failedReloads > before.failedReloads) {
+        const message = this.alerts(mark) || 'haproxy refused the new configuration';
+        this.readyMark = this.outputSeq;
+        return { ok: false, message };
+      }
+      if (after.workers.some((w) => w.reloads === 0)) {
+        this.readyMark = this.outputSeq;
+        return { ok: true };
+      }
     }
     return { ok: false, message: `no reload confirmed within ${this.options.reloadTimeoutMs} ms` };
   }
@@ -106,6 +136,7 @@ export class HaproxyProcess {
   /** Stops haproxy and its workers: SIGTERM, then SIGKILL if it lingers. */
   async stop(): Promise<void> {
     const child = this.child;
+    this.stopping = true;
     if (!child || !this.running) return;
     child.kill('SIGTERM');
     const stopped = await Promise.race([this.exited.then(() => true), sleep(5_000).then(() => false)]);
@@ -134,6 +165,13 @@ export class HaproxyProcess {
       .filter((l) => l.includes('[ALERT]'))
       .map((l) => l.replace(/^\[ALERT\]\s+\(\d+\)\s*:\s*/, '').replace(/^config\s*:\s*/, ''))
       .join('\n');
+  }
+
+  /** Why the master went away: its signal or code, and the ALERT lines it printed since it was ready. */
+  private describeExit(pid: number | undefined, code: number | null, signal: NodeJS.Signals | null): string {
+    const how = signal ? `was killed by ${signal}` : `exited with code ${code}`;
+    const said = this.alerts(this.readyMark).split('\n').filter(Boolean).slice(-2).join('; ');
+    return `haproxy master (pid ${pid ?? '?'}) ${how}${said ? `: ${said}` : ''}`;
   }
 
   /** A haproxy left behind by a previous run that was killed would hold the ports. */

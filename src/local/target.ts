@@ -10,10 +10,19 @@ const STILL_CONNECTED = /still has connections/i;
 const DELETE_RETRY_MS = 1_000;
 const DELETE_ATTEMPTS = 120;
 
-export interface LocalTargetOptions extends HaproxyProcessOptions {
+export interface LocalTargetOptions extends Omit<HaproxyProcessOptions, 'onExit'> {
   /** Told about each step, for logs. */
   onStep?: (step: { kind: 'start' | 'reload' | 'runtime' | 'fallback'; detail: string }) => void;
+  /** Told when haproxy stopped on its own, and when it runs again. */
+  onHealth?: (health: TargetHealth) => void;
 }
+
+export type TargetHealth = { up: false; cause: string } | { up: true; cause: string; downMs: number };
+
+/** Restarts follow each other this closely at most: 0, then 250 ms doubling up to 30 s. */
+const RESTART_BACKOFF_MS = [0, 250, 500, 1_000, 2_000, 4_000, 8_000, 16_000, 30_000];
+/** A haproxy that ran this long before it stopped is restarted at once again. */
+const STABLE_MS = 10_000;
 
 /**
  * A haproxy on this machine that haprx starts and drives. A deployment is planned
@@ -34,10 +43,16 @@ export class LocalTarget {
    */
   private readonly pendingDeletes = new Map<string, { command: string; attempts: number }>();
   private retryTimer: NodeJS.Timeout | undefined;
+  /** Set while haproxy is down after stopping on its own: since when, and why. */
+  private down: { since: number; cause: string } | undefined;
+  private restartTimer: NodeJS.Timeout | undefined;
+  private restartAttempt = 0;
+  private startedAt = 0;
+  private stopped = false;
 
   constructor(options: LocalTargetOptions) {
     this.options = options;
-    this.haproxy = new HaproxyProcess(options);
+    this.haproxy = new HaproxyProcess({ ...options, onExit: (cause) => this.exited(cause) });
   }
 
   /** The configuration the process runs now. */
@@ -52,6 +67,8 @@ export class LocalTarget {
   }
 
   async stop(): Promise<void> {
+    this.stopped = true;
+    if (this.restartTimer) clearTimeout(this.restartTimer);
     if (this.retryTimer) clearTimeout(this.retryTimer);
     await this.queue;
     await this.haproxy.stop();
@@ -91,10 +108,21 @@ export class LocalTarget {
     try {
       await this.haproxy.start();
     } catch (err) {
-      this.running = undefined;
+      // The state directory goes on holding the last configuration haproxy took, for the next restart.
+      if (this.running && this.running !== config) await writeStateFiles(this.options.stateDir, this.running);
+      if (this.down) this.scheduleRestart();
       return { ok: false, reloaded: false, runtimeOps: 0, error: (err as Error).message };
     }
     this.running = config;
+    this.startedAt = Date.now();
+    this.pendingDeletes.clear();
+    if (this.down) {
+      const { since, cause } = this.down;
+      this.down = undefined;
+      if (this.restartTimer) clearTimeout(this.restartTimer);
+      this.restartTimer = undefined;
+      this.options.onHealth?.({ up: true, cause, downMs: Date.now() - since });
+    }
     const plan = planDeployment(undefined, config);
     const after = plan.kind === 'reload' ? plan.after : [];
     await this.runtime(after);
@@ -145,6 +173,32 @@ export class LocalTarget {
       this.step('runtime', `${op.kind} ${'backend' in op ? `${op.backend}/${op.server}` : op.map}`);
     }
     return undefined;
+  }
+
+  /** haproxy stopped on its own: say so, and restart it with the configuration it last took. */
+  private exited(cause: string): void {
+    if (this.stopped) return;
+    if (Date.now() - this.startedAt >= STABLE_MS) this.restartAttempt = 0;
+    this.down ??= { since: Date.now(), cause };
+    this.options.onHealth?.({ up: false, cause });
+    this.scheduleRestart();
+  }
+
+  private scheduleRestart(): void {
+    if (this.stopped || this.restartTimer) return;
+    const delay = RESTART_BACKOFF_MS[Math.min(this.restartAttempt++, RESTART_BACKOFF_MS.length - 1)]!;
+    this.restartTimer = setTimeout(() => {
+      this.restartTimer = undefined;
+      const restarted = this.queue.then(() => this.restart());
+      this.queue = restarted.catch(() => undefined);
+    }, delay);
+  }
+
+  private async restart(): Promise<void> {
+    // A deployment may have started it meanwhile; nothing was ever started, nothing to restart.
+    if (this.stopped || !this.down || this.haproxy.running || !this.running) return;
+    const outcome = await this.start(this.running);
+    if (!outcome.ok && this.down) this.options.onHealth?.({ up: false, cause: `${this.down.cause}; restarting failed: ${outcome.error ?? 'unknown error'}` });
   }
 
   private scheduleRetry(): void {

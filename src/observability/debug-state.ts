@@ -38,12 +38,16 @@ export interface Health {
   ok: boolean;
   /** What has been in one stage longer than the bound. */
   stalled: { what: string; stage: string; forMs: number }[];
+  /** Targets haprx runs itself that are down now (local mode's haproxy), and why. */
+  down: { endpoint: string; cause: string; forMs: number }[];
 }
 
 export interface Readiness {
   ready: boolean;
   synced: boolean;
   validConfig: boolean;
+  /** No target haprx runs itself is down. */
+  targetsUp: boolean;
 }
 
 export interface DebugStateOptions {
@@ -72,6 +76,7 @@ export class DebugState {
   private synced = false;
   private validConfig = false;
   private leader = true;
+  private readonly down = new Map<string, { cause: string; since: number }>();
   private readonly startedAt: number;
 
   constructor(options: DebugStateOptions) {
@@ -108,6 +113,12 @@ export class DebugState {
         if (event.type === 'Validated') this.validConfig = true;
         else this.rendered.problems = event.problems.map((p) => ({ file: p.file, ...(p.line !== undefined && { line: p.line }), message: p.message }));
         return;
+      case 'TargetDown':
+        this.down.set(event.endpoint.id, { cause: event.cause, since: this.down.get(event.endpoint.id)?.since ?? now });
+        return;
+      case 'TargetRestarted':
+        this.down.delete(event.endpoint.id);
+        return;
       case 'DeploymentCompleted': {
         const d = event.deployment;
         this.lastDeployment = { id: d.id, reason: d.reason, reconcile: d.reconcile.seq, hash: d.config.hash, startedAt: d.startedAt, durationMs: event.durationMs, results: [...event.results] };
@@ -119,7 +130,8 @@ export class DebugState {
   }
 
   readiness(): Readiness {
-    return { ready: this.synced && this.validConfig, synced: this.synced, validConfig: this.validConfig };
+    const targetsUp = this.down.size === 0;
+    return { ready: this.synced && this.validConfig && targetsUp, synced: this.synced, validConfig: this.validConfig, targetsUp };
   }
 
   health(now = this.options.now()): Health {
@@ -133,7 +145,8 @@ export class DebugState {
       if (d.reconcileKey === undefined && now - d.deployment.startedAt > bound)
         stalled.push({ what: `deployment #${d.deployment.id}`, stage: 'deploying', forMs: now - d.deployment.startedAt });
     }
-    return { ok: stalled.length === 0, stalled };
+    const down = [...this.down].map(([endpoint, d]) => ({ endpoint, cause: d.cause, forMs: now - d.since }));
+    return { ok: stalled.length === 0 && down.length === 0, stalled, down };
   }
 
   /** Everything /debug/vars shows, redacted. */

@@ -82,6 +82,14 @@ export function logLine(event: ControllerEvent): LogLine {
         fields: { deployment: event.deployment.id, ok, failed: event.results.length - ok, durationMs: event.durationMs },
       };
     }
+    case 'TargetDown':
+      return { level: 'error', msg: `haproxy ${event.endpoint.id} is down: ${firstLine(event.cause)}`, fields: { endpoint: event.endpoint.id } };
+    case 'TargetRestarted':
+      return {
+        level: 'warn',
+        msg: `haproxy ${event.endpoint.id} restarted with the last configuration it had taken, ${event.downMs} ms after: ${firstLine(event.cause)}`,
+        fields: { endpoint: event.endpoint.id, downMs: event.downMs },
+      };
   }
 }
 

@@ -95,6 +95,8 @@ export class ReconcileLifecycle {
         return step;
       case 'ConfigRejected':
       case 'SourceProblem':
+      case 'TargetDown':
+      case 'TargetRestarted':
         return step;
       case 'ReconcileTriggered': {
         const entry: OpenReconcile = { key: this.key(event.reconcile.seq), generation: this.generation, reconcile: event.reconcile, stage: 'rendering', stageSince: now };

@@ -17,6 +17,8 @@ export const EVENT_TYPES: readonly ControllerEvent['type'][] = [
   'InstanceDeployed',
   'InstanceDeployFailed',
   'DeploymentCompleted',
+  'TargetDown',
+  'TargetRestarted',
 ];
 const CAUSES: readonly ReconcileCause['reason'][] = ['resources', 'config', 'drift', 'endpoints', 'leader'];
 const DEPLOY_REASONS: readonly DeployRequest['reason'][] = ['change', 'drift', 'endpoints', 'leader'];
@@ -90,6 +92,7 @@ function createMetrics(registry: Registry, sources: MetricsSources) {
     leader: gauge('haprx_leader', '1 while this replica is the leader and may deploy, else 0.'),
     ready: gauge('haprx_ready', '1 once the initial sync is done and a valid configuration has been rendered, else 0.'),
     generation: gauge('haprx_config_generation', 'Generation of the controller configuration running now (each valid change adds one).'),
+    targetRestarts: counter('haprx_target_restarts_total', 'Times haprx restarted a target it runs itself (local mode: haproxy) after it stopped on its own, by endpoint.', ['endpoint']),
     lastSuccess: gauge('haprx_last_successful_deployment_timestamp_seconds', 'When a deployment last succeeded on every instance (Unix time).'),
   };
 }
@@ -190,6 +193,9 @@ export class ControllerMetrics {
         else m.lastSuccess.set((startedAt + event.durationMs) / 1000);
         return;
       }
+      case 'TargetRestarted':
+        m.targetRestarts.inc({ endpoint: event.endpoint.id });
+        return;
       default:
         return;
     }

@@ -76,11 +76,16 @@ export function createObserver(options: ObserverOptions): Observer {
   const healthRoutes: Record<string, Handler> = {
     '/healthz': () => {
       const health = debug.health();
-      return json(health.ok ? 200 : 503, { status: health.ok ? 'ok' : 'stalled', stalled: health.stalled });
+      const status = health.ok ? 'ok' : health.down.length > 0 ? 'target down' : 'stalled';
+      return json(health.ok ? 200 : 503, { status, stalled: health.stalled, ...(health.down.length > 0 && { down: health.down }) });
     },
     '/readyz': () => {
       const r = debug.readiness();
-      const missing = [...(r.synced ? [] : ['the initial sync of every watched set']), ...(r.validConfig ? [] : ['a configuration that haproxy accepted'])];
+      const missing = [
+        ...(r.synced ? [] : ['the initial sync of every watched set']),
+        ...(r.validConfig ? [] : ['a configuration that haproxy accepted']),
+        ...(r.targetsUp ? [] : ['haproxy to run again']),
+      ];
       return json(r.ready ? 200 : 503, { status: r.ready ? 'ready' : 'not ready', ...(missing.length > 0 && { waitingFor: missing }) });
     },
   };

@@ -212,9 +212,9 @@ describe('observability of the graph (virtual time)', () => {
         35_000: (obs) => obs.debug.health(),
       },
     );
-    assert.deepEqual(probes.get(5_000), { ok: true, stalled: [] });
-    assert.deepEqual(probes.get(20_000), { ok: false, stalled: [{ what: 'reconcile #1', stage: 'deploying', forMs: 20_000 - 60 }] });
-    assert.deepEqual(probes.get(35_000), { ok: true, stalled: [] });
+    assert.deepEqual(probes.get(5_000), { ok: true, stalled: [], down: [] });
+    assert.deepEqual(probes.get(20_000), { ok: false, stalled: [{ what: 'reconcile #1', stage: 'deploying', forMs: 20_000 - 60 }], down: [] });
+    assert.deepEqual(probes.get(35_000), { ok: true, stalled: [], down: [] });
     const r = obs.metrics.registry;
     assert.equal(await value(r, 'haprx_instance_deploys_total', { endpoint: 'e1', result: 'ok' }), 1);
     assert.equal(await value(r, 'haprx_instance_deploys_total', { endpoint: 'e2', result: 'failed' }), 1);

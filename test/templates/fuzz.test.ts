@@ -355,7 +355,11 @@ function lineProblem(section: string, words: string[], backends: ReadonlySet<str
   const ok = (() => {
     switch (section) {
       case 'global':
-        return (keyword === 'maxconn' && args.length === 1) || (keyword === 'ssl-default-bind-options' && is('ssl-min-ver', 'TLSv1.2'));
+        return (
+          (keyword === 'maxconn' && args.length === 1) ||
+          (keyword === 'ssl-default-bind-options' && is('ssl-min-ver', 'TLSv1.2')) ||
+          (keyword === 'hard-stop-after' && args.length === 1 && /^\d+m$/.test(args[0]!))
+        );
       case 'defaults':
         return ['mode', 'option', 'timeout'].includes(keyword!) && args.length <= 2;
       case 'userlist':
