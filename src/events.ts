@@ -48,11 +48,29 @@ export interface RenderError {
   message: string;
 }
 
+/** A Kubernetes object, by name: what a warning or a problem is about. */
+export interface ObjectRef {
+  apiVersion?: string;
+  kind?: string;
+  /** Absent for cluster-scoped objects. */
+  namespace?: string;
+  name: string;
+}
+
 /** An object a template skipped, or a value it ignored, and why; the render went on. */
 export interface RenderWarning {
-  /** `Kind namespace/name`, when the warning is about an object. */
+  /** `Kind namespace/name`, when the warning is about an object (or the subject as the template named it). */
   object?: string;
   message: string;
+  /** The object concerned, when the subject is a Kubernetes object. */
+  ref?: ObjectRef;
+  /** The field at fault (or the part left out), as a path in the object: `spec.rules[0].host`. */
+  field?: string;
+  /** Where the template raised it: the template (snippets/<name> for a snippet) and its line. */
+  template?: string;
+  line?: number;
+  /** The object was left out of the configuration whole. */
+  skipped?: boolean;
 }
 
 export interface ValidationProblem {
@@ -84,8 +102,8 @@ export interface InstanceResult extends InstanceOutcome {
 export type ControllerEvent =
   | { type: 'ConfigAccepted'; generation: number }
   | { type: 'ConfigRejected'; path: string; message: string }
-  /** A resource source could not read something; the stores keep what they had. */
-  | { type: 'SourceProblem'; source: string; resource?: string; line?: number; message: string }
+  /** A resource source could not read something, or a store could not take an object (named); the stores keep what they had. */
+  | { type: 'SourceProblem'; source: string; resource?: string; line?: number; message: string; object?: ObjectRef }
   | { type: 'ReconcileTriggered'; reconcile: Reconcile }
   | { type: 'Rendered'; reconcile: Reconcile; config: RenderedConfig; durationMs: number; warnings?: readonly RenderWarning[] }
   | { type: 'RenderFailed'; reconcile: Reconcile; error: RenderError; durationMs: number }

@@ -1,3 +1,5 @@
+import type { ObjectRef } from '../events.ts';
+
 /** The slice of a Kubernetes object that haprx relies on; the rest is carried opaquely. */
 export interface KubeObject {
   apiVersion?: string;
@@ -27,9 +29,10 @@ export type ResourceChange =
   | { type: 'replace'; resource: string; objects: readonly KubeObject[] }
   /**
    * A source could not read something (a manifest that does not parse, a watch that
-   * failed). Stores ignore it: what they held stays as it was.
+   * failed), or a store could not take an object (`object` names it). Stores ignore
+   * it: what they held stays as it was.
    */
-  | { type: 'problem'; resource?: string; source: string; line?: number; message: string };
+  | { type: 'problem'; resource?: string; source: string; line?: number; message: string; object?: ObjectRef };
 
 /** The store key of an object: `namespace/name`, or `name` for cluster-scoped objects. */
 export function objectKey(object: Pick<KubeObject, 'metadata'>): string {

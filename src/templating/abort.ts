@@ -2,19 +2,31 @@
  * Thrown by helpers, escapes and the render context to stop a render with a
  * message meant for the template author. ejs rewrites `message` to prepend its
  * source excerpt, so the author's text is kept apart in `reason`.
+ *
+ * `fatal` marks a fault of the templates themselves (an unknown snippet or
+ * template, an include cycle, h.fail): it fails the render even inside
+ * h.isolate, where other aborts only skip the object being rendered.
  */
 export class TemplateAbort extends Error {
   readonly reason: string;
+  readonly fatal: boolean;
 
-  constructor(reason: string) {
+  constructor(reason: string, fatal = false) {
     super(reason);
     this.name = 'TemplateAbort';
     this.reason = reason;
+    this.fatal = fatal;
   }
 }
 
+/** Stops what is being rendered: the render, or inside h.isolate the object. */
 export function abort(reason: string): never {
   throw new TemplateAbort(reason);
+}
+
+/** Stops the whole render, also inside h.isolate: the templates are at fault, not an object. */
+export function abortRender(reason: string): never {
+  throw new TemplateAbort(reason, true);
 }
 
 /** A short, never-throwing rendering of an arbitrary value for error messages. */

@@ -65,10 +65,10 @@ import type { Options } from 'ejs';
 import type { RenderError } from '../events.ts';
 import type { ResourceView } from '../k8s/store.ts';
 import { type AuxKind, AUX_KINDS, type RenderedConfig, auxPath, sealRendered } from './rendered.ts';
-import { abort, describeValue } from './abort.ts';
+import { abortRender, describeValue } from './abort.ts';
 import { auxText, haproxyWord, isFileName } from './escape.ts';
 import { type Helpers, type RenderSession, type RenderWarning, createHelpers } from './helpers.ts';
-import { type LocatableTemplate, asFault, diagnoseCompileError, faultFrom } from './locate.ts';
+import { type LocatableTemplate, asFault, diagnoseCompileError, faultFrom, locateThrow } from './locate.ts';
 import { compareCodeUnits, readOnly, resourceSets } from './readonly.ts';
 
 export interface TemplateSet {
@@ -119,6 +119,9 @@ export type RenderResult = { ok: true; config: RenderedConfig; warnings: RenderW
 /** The render a compiled set is running, if any: what `h.warn` and `h.certFile` record into. */
 const sessions = new WeakMap<CompiledTemplates, { current: RenderSession | undefined }>();
 
+/** Every template of a compiled set by its label: where h.isolate and h.warn look for the line. */
+const unitsOf = new WeakMap<CompiledTemplates, ReadonlyMap<string, CompiledTemplate>>();
+
 /** Names every template can use; include arguments may not shadow them. */
 const CONTEXT_NAMES = ['resources', 'values', 'h', 'include'] as const;
 
@@ -136,7 +139,7 @@ function compileOptions(label: string, escape: Escape): Options {
     compileDebug: true,
     filename: label,
     escape,
-    includer: () => abort('include() renders snippets of the template set only'),
+    includer: () => abortRender('include() renders snippets of the template set only'),
   } as Options;
 }
 
@@ -226,6 +229,7 @@ export function compileTemplates(set: TemplateSet): CompileResult {
     const templates: CompiledTemplates = Object.freeze({ main, maps, files, certs, snippets, helpers });
     snippetEscapes.set(templates, snippetEscape);
     sessions.set(templates, session);
+    unitsOf.set(templates, new Map([main, ...maps.values(), ...files.values(), ...certs.values(), ...snippets.values()].map((unit) => [unit.label, unit])));
     return { ok: true, templates };
   } catch (thrown) {
     return { ok: false, errors: [{ template: 'haproxy.cfg', message: `internal error while compiling: ${errorText(thrown)}` }] };
@@ -243,21 +247,30 @@ export function renderTemplates(templates: CompiledTemplates, input: RenderInput
   try {
     const snippetEscape = snippetEscapes.get(templates);
     if (!snippetEscape || !session) return { ok: false, error: { template: current, message: 'templates must come from compileTemplates' } };
-    const collected: RenderSession = { warnings: new Map(), certs: new Map(), once: new Map(), file: 'haproxy.cfg', referencing: new Set() };
-    session.current = collected;
     const active: string[] = [];
+    const units = unitsOf.get(templates)!;
+    const collected: RenderSession = {
+      warnings: new Map(),
+      certs: new Map(),
+      once: new Map(),
+      file: 'haproxy.cfg',
+      referencing: new Set(),
+      added: [],
+      locate: (thrown) => locateThrow(thrown, units, active.at(-1) ?? current),
+    };
+    session.current = collected;
     const context: Record<string, unknown> = {
       resources: resourceSets(input.resources),
       values: readOnly(input.values),
       h: templates.helpers,
       include: (name: unknown, args?: unknown): string => {
-        if (typeof name !== 'string') return abort(`include() takes a snippet name, got ${describeValue(name)}`);
+        if (typeof name !== 'string') return abortRender(`include() takes a snippet name, got ${describeValue(name)}`);
         const snippet = templates.snippets.get(name);
         if (!snippet) {
           const known = [...templates.snippets.keys()].join(', ') || 'none';
-          return abort(`unknown snippet ${JSON.stringify(name)} (snippets: ${known})`);
+          return abortRender(`unknown snippet ${JSON.stringify(name)} (snippets: ${known})`);
         }
-        if (active.includes(snippet.label)) return abort(`include cycle: ${[...active, snippet.label].join(' -> ')}`);
+        if (active.includes(snippet.label)) return abortRender(`include cycle: ${[...active, snippet.label].join(' -> ')}`);
         const locals = snippetLocals(args, context);
         active.push(snippet.label);
         try {
@@ -303,10 +316,10 @@ export function renderTemplates(templates: CompiledTemplates, input: RenderInput
 /** The context plus the include arguments, which may not take a context name. */
 function snippetLocals(args: unknown, context: Record<string, unknown>): Record<string, unknown> {
   if (args === undefined || args === null) return context;
-  if (typeof args !== 'object' || Array.isArray(args)) return abort(`include() arguments must be an object, got ${describeValue(args)}`);
+  if (typeof args !== 'object' || Array.isArray(args)) return abortRender(`include() arguments must be an object, got ${describeValue(args)}`);
   const locals: Record<string, unknown> = {};
   for (const key of Object.keys(args)) {
-    if ((CONTEXT_NAMES as readonly string[]).includes(key)) abort(`include() argument ${JSON.stringify(key)} is reserved: ${CONTEXT_NAMES.join(', ')} are always in scope`);
+    if ((CONTEXT_NAMES as readonly string[]).includes(key)) abortRender(`include() argument ${JSON.stringify(key)} is reserved: ${CONTEXT_NAMES.join(', ')} are always in scope`);
     locals[key] = (args as Record<string, unknown>)[key];
   }
   return Object.assign(locals, context);

@@ -1,9 +1,14 @@
 import { X509Certificate, createHash, createPrivateKey } from 'node:crypto';
 import { isIPv4, isIPv6 } from 'node:net';
+import type { ObjectRef, RenderWarning } from '../events.ts';
 import { type AuxKind, auxPath } from './rendered.ts';
-import { abort, describeValue } from './abort.ts';
+import { abort, abortRender, describeValue } from './abort.ts';
 import { haproxyWord, isFileName, lfText, mapKey, regexEscape } from './escape.ts';
+import { fileName } from './file-name.ts';
+import { type Located, ObjectSkip } from './locate.ts';
 import { compareCodeUnits } from './readonly.ts';
+
+export type { RenderWarning } from '../events.ts';
 
 /**
  * The helpers templates see as `h`. Each is pure and deterministic: output
@@ -47,18 +52,43 @@ export interface Helpers {
   isHostname(value: unknown): boolean;
   /** An absolute URL path made of RFC 3986 path characters, without query or fragment. */
   isPath(value: unknown): boolean;
-  /** Aborts the render with this message, reported at the calling line. */
+  /** Aborts the render with this message, reported at the calling line; also inside h.isolate. */
   fail(message: unknown): never;
   /** The value at a dotted path (or a list of segments, for keys with dots), or `fallback` when absent or null. */
   get(object: unknown, path: string | readonly (string | number)[], fallback?: unknown): unknown;
 
   /**
    * Records a warning about `subject` (a Kubernetes object, named as
-   * `Kind namespace/name`, or a string) that the render result carries;
-   * repeats of the same warning are kept once. Returns '' so that it can sit
-   * in `<%- %>` as well as in `<% %>`.
+   * `Kind namespace/name`, or a string) that the render result carries, with
+   * the template and line that raised it, and `details.field`, the field at
+   * fault; repeats of the same warning are kept once. Returns '' so that it can
+   * sit in `<%- %>` as well as in `<% %>`.
    */
-  warn(subject: unknown, message: unknown): string;
+  warn(subject: unknown, message: unknown, details?: { field?: unknown }): string;
+  /**
+   * Runs `fn` for one object in isolation and returns its result. If it throws
+   * (a wrong-typed field, an h.skip, a helper refusing a value), the object is
+   * skipped: a warning names it, the template and line, and the certificate
+   * files `fn` added are taken back, and `options.fallback` is returned. With
+   * `options.part` (e.g. `spec.tls[0]`) only that part of the object is
+   * skipped. Text must leave `fn` as its result (or through include()), never
+   * be written by `<%= %>` inside it, so that a failure leaves nothing behind.
+   * Faults of the templates themselves (h.fail, an unknown snippet or name, a
+   * write to read-only data) still fail the render.
+   */
+  isolate<T>(subject: unknown, fn: () => T, options?: { part?: unknown; fallback?: T }): T | undefined;
+  /** h.isolate for each item of the list, the item being the subject: the results of the items that did not fail, in order. */
+  each<T, R>(list: Iterable<T>, fn: (item: T, index: number) => R): R[];
+  /** Skips the object of the innermost h.isolate, naming the field at fault; outside h.isolate it fails the render. */
+  skip(message: unknown, field?: unknown): never;
+  /** The value if it is a list, [] if it is absent or null; anything else skips the object (h.skip) naming `field`. */
+  list(value: unknown, field: unknown): readonly unknown[];
+  /**
+   * A plain file name for these parts (without extension), distinct for
+   * distinct parts, whatever they hold: `a-z0-9-_` only, at most 113 characters.
+   * For files named after cluster objects: `h.certFile(h.fileName(ns, name) + '.pem', pem)`.
+   */
+  fileName(...parts: unknown[]): string;
   /**
    * Computes a value once per render and returns the same value to every later
    * call with that key, from any template: a model that several templates share
@@ -113,13 +143,6 @@ export interface Helpers {
   htpasswd(text: unknown): { users: { name: string; hash: string }[]; invalid: number[] };
 }
 
-/** A warning raised by a template through `h.warn`. */
-export interface RenderWarning {
-  /** `Kind namespace/name` of the object concerned, when it is one. */
-  object?: string;
-  message: string;
-}
-
 /** What one render collects besides its output; the engine opens one per render. */
 export interface RenderSession {
   warnings: Map<string, RenderWarning>;
@@ -130,6 +153,10 @@ export interface RenderSession {
   referencing: Set<string>;
   /** Values computed once per render and shared by its templates (h.once). */
   once: Map<string, unknown>;
+  /** The certificate files added inside each running h.isolate, innermost last: what a failure takes back. */
+  added: string[][];
+  /** Where a throw (or a new Error, for h.warn) happened in the templates, and whether they are at fault. */
+  locate(thrown: unknown): Located;
 }
 
 /** A property path (as for get) or a function of the item. */
@@ -142,14 +169,58 @@ export interface KnownFiles {
   certs: ReadonlySet<string>;
 }
 
+/** The longest warning message kept, in UTF-16 code units. */
+const MAX_MESSAGE = 500;
+
 export function createHelpers(known: KnownFiles, session: () => RenderSession | undefined = () => undefined): Helpers {
   const pathTo = (kind: AuxKind, helper: string) => (name: unknown) => {
-    if (typeof name !== 'string' || !isFileName(name)) abort(`${helper}(): ${describeValue(name)} is not a valid file name`);
+    if (typeof name !== 'string' || !isFileName(name)) abortRender(`${helper}(): ${describeValue(name)} is not a valid file name`);
     if (!known[kind].has(name)) {
       const names = [...known[kind]].sort(compareCodeUnits).join(', ') || 'none';
-      abort(`${helper}(): no ${kind} template named ${JSON.stringify(name)} (defined: ${names})`);
+      abortRender(`${helper}(): no ${kind} template named ${JSON.stringify(name)} (defined: ${names})`);
     }
     return auxPath(kind, name);
+  };
+  const record = (open: RenderSession, warning: RenderWarning) => {
+    const key = JSON.stringify([warning.object ?? '', warning.message]);
+    // A huge value quoted in a message must not make a huge log line.
+    if (warning.message.length > MAX_MESSAGE) warning.message = `${warning.message.slice(0, MAX_MESSAGE)}…`;
+    if (!open.warnings.has(key)) open.warnings.set(key, warning);
+  };
+  const isolate = <T>(subject: unknown, fn: () => T, options: { part?: unknown; fallback?: T } = {}): T | undefined => {
+    const open = session() ?? abortRender('isolate() runs within a render, and no render is running');
+    if (typeof fn !== 'function') abortRender(`isolate(): expected a function to run, got ${describeValue(fn)}`);
+    if (options === null || typeof options !== 'object') abortRender(`isolate(): options must be an object, got ${describeValue(options)}`);
+    const part = options.part;
+    if (part !== undefined && typeof part !== 'string') abortRender(`isolate(): options.part must be a field path, got ${describeValue(part)}`);
+    const added: string[] = [];
+    open.added.push(added);
+    try {
+      const result = fn();
+      open.added.pop();
+      open.added.at(-1)?.push(...added);
+      return result;
+    } catch (thrown) {
+      open.added.pop();
+      // Nothing the object added stays in the configuration.
+      for (const name of added) open.certs.delete(name);
+      const where = open.locate(thrown);
+      if (where.fatal) throw thrown;
+      const at = where.field ?? part;
+      const skipped = part === undefined ? 'skipped' : `${part} skipped`;
+      // An h.skip explains itself; anything else is shown with the template line that failed on the object.
+      const place = `${where.template}${where.line !== undefined ? `:${where.line}` : ''}`;
+      const message = thrown instanceof ObjectSkip || where.field !== undefined ? `${skipped}: ${where.message}` : `${skipped}: ${where.message} (at ${place})`;
+      record(open, {
+        ...describeSubject(subject),
+        message,
+        ...(at !== undefined && { field: at }),
+        template: where.template,
+        ...(where.line !== undefined && { line: where.line }),
+        ...(part === undefined && { skipped: true }),
+      });
+      return options.fallback;
+    }
   };
   const helpers: Helpers = {
     mapPath: pathTo('maps', 'mapPath'),
@@ -166,35 +237,62 @@ export function createHelpers(known: KnownFiles, session: () => RenderSession | 
     b64decode,
     isHostname,
     isPath,
-    fail: (message) => abort(typeof message === 'string' ? message : describeValue(message)),
+    fail: (message) => abortRender(typeof message === 'string' ? message : describeValue(message)),
     get,
-    warn: (subject, message) => {
-      const open = session() ?? abort('warn() records into a render, and no render is running');
-      const warning = toWarning(subject, message);
+    warn: (subject, message, details) => {
+      const open = session() ?? abortRender('warn() records into a render, and no render is running');
+      const field = details?.field;
+      if (field !== undefined && typeof field !== 'string') abortRender(`warn(): details.field must be a field path, got ${describeValue(field)}`);
+      const warning: RenderWarning = { ...describeSubject(subject), message: typeof message === 'string' ? message : describeValue(message), ...(field !== undefined && { field }) };
       const key = JSON.stringify([warning.object ?? '', warning.message]);
-      if (!open.warnings.has(key)) open.warnings.set(key, warning);
+      if (open.warnings.has(key)) return '';
+      const where = open.locate(new Error());
+      record(open, { ...warning, template: where.template, ...(where.line !== undefined && { line: where.line }) });
       return '';
     },
+    isolate,
+    each: <T, R>(list: Iterable<T>, fn: (item: T, index: number) => R): R[] => {
+      if (typeof fn !== 'function') abortRender(`each(): expected a function to run for each item, got ${describeValue(fn)}`);
+      const results: R[] = [];
+      const failed = Symbol('failed');
+      toArray(list, 'each').forEach((item, i) => {
+        const result = isolate<R | typeof failed>(item, () => fn(item, i), { fallback: failed });
+        if (result !== failed) results.push(result as R);
+      });
+      return results;
+    },
+    skip: (message, field) => {
+      if (field !== undefined && typeof field !== 'string') abortRender(`skip(): the field must be a field path, got ${describeValue(field)}`);
+      throw new ObjectSkip(typeof message === 'string' ? message : describeValue(message), field);
+    },
+    list: (value, field) => {
+      if (typeof field !== 'string') abortRender(`list(): the field must be a field path, got ${describeValue(field)}`);
+      if (value === undefined || value === null) return [];
+      if (Array.isArray(value)) return value as readonly unknown[];
+      throw new ObjectSkip(`${field} must be a list, not ${describeValue(value)}`, field);
+    },
+    fileName,
     once: (key, compute) => {
-      const open = session() ?? abort('once() caches within a render, and no render is running');
-      if (typeof key !== 'string') abort(`once(): the key must be a string, got ${describeValue(key)}`);
-      if (typeof compute !== 'function') abort(`once(): expected a function to compute ${JSON.stringify(key)}`);
+      const open = session() ?? abortRender('once() caches within a render, and no render is running');
+      if (typeof key !== 'string') abortRender(`once(): the key must be a string, got ${describeValue(key)}`);
+      if (typeof compute !== 'function') abortRender(`once(): expected a function to compute ${JSON.stringify(key)}`);
       if (!open.once.has(key)) open.once.set(key, (compute as () => unknown)());
       return open.once.get(key);
     },
     certFile: (name, content) => {
-      const open = session() ?? abort('certFile() adds to a render, and no render is running');
+      const open = session() ?? abortRender('certFile() adds to a render, and no render is running');
       if (typeof name !== 'string' || !isFileName(name)) abort(`certFile(): ${describeValue(name)} is not a valid file name`);
       if (typeof content !== 'string') abort(`certFile(): the content must be a string, got ${describeValue(content)}`);
-      if (known.certs.has(name)) abort(`certFile(): ${JSON.stringify(name)} is the name of a certificate template`);
+      if (known.certs.has(name)) abortRender(`certFile(): ${JSON.stringify(name)} is the name of a certificate template`);
       const existing = open.certs.get(name);
       if (existing !== undefined && existing !== content) abort(`certFile(): ${JSON.stringify(name)} was already added with other content`);
+      if (existing === undefined) open.added.at(-1)?.push(name);
       open.certs.set(name, content);
       return auxPath('certs', name);
     },
     referencesFiles: () => {
-      const open = session() ?? abort('referencesFiles() marks a file of a render, and no render is running');
-      if (open.file === 'haproxy.cfg') abort('referencesFiles(): haproxy.cfg needs no mark, its file references are always known');
+      const open = session() ?? abortRender('referencesFiles() marks a file of a render, and no render is running');
+      if (open.file === 'haproxy.cfg') abortRender('referencesFiles(): haproxy.cfg needs no mark, its file references are always known');
       open.referencing.add(open.file);
       return '';
     },
@@ -214,19 +312,26 @@ export function createHelpers(known: KnownFiles, session: () => RenderSession | 
   return Object.freeze(helpers);
 }
 
-function toWarning(subject: unknown, message: unknown): RenderWarning {
-  const text = typeof message === 'string' ? message : describeValue(message);
-  if (typeof subject === 'string') return { object: subject, message: text };
+/** A warning's subject: a Kubernetes object (named `Kind namespace/name`, and as a reference), a text, or nothing. */
+function describeSubject(subject: unknown): Pick<RenderWarning, 'object' | 'ref'> {
+  if (typeof subject === 'string') return { object: subject };
   if (subject !== null && typeof subject === 'object') {
+    const apiVersion = get(subject, 'apiVersion');
     const kind = get(subject, 'kind');
     const ns = get(subject, 'metadata.namespace');
     const name = get(subject, 'metadata.name');
     if (typeof name === 'string') {
+      const ref: ObjectRef = {
+        ...(typeof apiVersion === 'string' && { apiVersion }),
+        ...(typeof kind === 'string' && { kind }),
+        ...(typeof ns === 'string' && ns !== '' && { namespace: ns }),
+        name,
+      };
       const prefix = typeof kind === 'string' ? `${kind} ` : '';
-      return { object: `${prefix}${typeof ns === 'string' ? `${ns}/` : ''}${name}`, message: text };
+      return { object: `${prefix}${typeof ns === 'string' ? `${ns}/` : ''}${name}`, ref };
     }
   }
-  return { message: text };
+  return {};
 }
 
 function digest(...parts: unknown[]): string {

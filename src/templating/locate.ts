@@ -2,7 +2,7 @@ import vm from 'node:vm';
 import ejs from 'ejs';
 import type { Options } from 'ejs';
 import type { RenderError } from '../events.ts';
-import { TemplateAbort } from './abort.ts';
+import { TemplateAbort, describeValue } from './abort.ts';
 
 /**
  * Where a template failed.
@@ -24,11 +24,105 @@ import { TemplateAbort } from './abort.ts';
 /** A failure already attributed to a template; passes unchanged through the templates that included it. */
 export class TemplateFault extends Error {
   readonly fault: RenderError;
+  /** The templates are at fault (see atFault): h.isolate lets it through. */
+  readonly fatal: boolean;
+  /** The field an h.skip named. */
+  readonly field: string | undefined;
 
-  constructor(fault: RenderError) {
+  constructor(fault: RenderError, fatal = false, field?: string) {
     super(fault.message);
     this.name = 'TemplateFault';
     this.fault = fault;
+    this.fatal = fatal;
+    this.field = field;
+  }
+}
+
+/** Thrown by h.skip: the object being rendered cannot be served; `field` says which of its fields is at fault. */
+export class ObjectSkip extends TemplateAbort {
+  readonly field: string | undefined;
+
+  constructor(reason: string, field?: string) {
+    super(reason);
+    this.name = 'ObjectSkip';
+    this.field = field;
+  }
+}
+
+/**
+ * Whether a throw is a fault of the templates rather than of the object being
+ * rendered: a fatal abort (unknown snippet or template, include cycle, h.fail),
+ * a name that does not exist (ReferenceError in strict mode), a misspelt helper
+ * (`h.x is not a function`), or a write to the read-only resources and values.
+ * A wrong-typed field of an object gives other errors. Never throws.
+ */
+export function atFault(thrown: unknown): boolean {
+  try {
+    if (thrown instanceof TemplateFault || thrown instanceof TemplateAbort) return thrown.fatal;
+    if (thrown instanceof ReferenceError) return true;
+    if (!(thrown instanceof TypeError)) return false;
+    const message = String(thrown.message);
+    return FROZEN_WRITE.test(message) || /^h\.[A-Za-z_$][\w$]* is not a function/.test(message);
+  } catch {
+    return false;
+  }
+}
+
+/** Where and why something failed inside a template, and whether the templates are at fault. */
+export interface Located {
+  template: string;
+  line?: number;
+  message: string;
+  fatal: boolean;
+  /** The field an h.skip named. */
+  field?: string;
+}
+
+/**
+ * Locates a throw caught while a template was still running (inside h.isolate),
+ * before ejs could annotate it: at the innermost stack frame in the code of any
+ * of `templates`, or else in `running` without a line. Never throws.
+ */
+export function locateThrow(thrown: unknown, templates: ReadonlyMap<string, LocatableTemplate>, running: string): Located {
+  const fault = asFault(thrown);
+  if (fault) return { ...fault.fault, fatal: fault.fatal, ...(fault.field !== undefined && { field: fault.field }) };
+  const where = innermostFrame(thrown, templates) ?? { template: running };
+  const fatal = atFault(thrown);
+  try {
+    if (thrown instanceof ObjectSkip) return { ...where, message: thrown.reason, fatal, ...(thrown.field !== undefined && { field: thrown.field }) };
+    if (thrown instanceof TemplateAbort) return { ...where, message: thrown.reason, fatal };
+    if (thrown instanceof Error) return { ...where, message: errorMessage(thrown, String(thrown.message)), fatal };
+  } catch {
+    // A hostile error object: fall through to its description.
+  }
+  return { ...where, message: `the template threw ${describeValue(thrown)}`, fatal };
+}
+
+/** `Name: message`, with a hint when the template wrote to a read-only object. */
+function errorMessage(thrown: Error, original: string): string {
+  const name = typeof thrown.name === 'string' && thrown.name !== 'Error' ? `${thrown.name}: ` : '';
+  // Stored objects are frozen: say why the write failed and what to do instead.
+  const hint = thrown instanceof TypeError && FROZEN_WRITE.test(original) ? ` (${READ_ONLY_HINT})` : '';
+  return `${name}${original}${hint}` || 'Error';
+}
+
+/** The template and exact line of the innermost stack frame in the code of one of the templates. */
+function innermostFrame(thrown: unknown, templates: ReadonlyMap<string, LocatableTemplate>): { template: string; line?: number } | undefined {
+  try {
+    const stack: unknown = thrown instanceof Error ? thrown.stack : undefined;
+    if (typeof stack !== 'string') return undefined;
+    const frames = stack.indexOf('\n    at ');
+    if (frames < 0) return undefined;
+    for (const m of stack.slice(frames).matchAll(/"([^"\n]+)":(\d+):\d+/g)) {
+      const template = templates.get(m[1]!);
+      if (!template) continue;
+      const offset = bodyOffset(template.options);
+      const line = offset === undefined ? undefined : templateLine(translationOf(template), Number(m[2]) - offset);
+      return line === undefined ? { template: template.label } : { template: template.label, line };
+    }
+    return undefined;
+  } catch {
+    return undefined;
   }
 }
 
@@ -65,11 +159,10 @@ export function faultFrom(thrown: unknown, template: LocatableTemplate): Templat
     const { original } = annotated;
     if (!(thrown instanceof Error)) return new TemplateFault({ template: label, line: annotated.line, message: NOT_ANNOTATABLE });
     const line = exactLine(thrown, template) ?? annotated.line;
-    if (thrown instanceof TemplateAbort) return new TemplateFault({ template: label, line, message: thrown.reason });
-    const name = typeof thrown.name === 'string' && thrown.name !== 'Error' ? `${thrown.name}: ` : '';
-    // Stored objects are frozen: say why the write failed and what to do instead.
-    const hint = thrown instanceof TypeError && FROZEN_WRITE.test(original) ? ` (${READ_ONLY_HINT})` : '';
-    return new TemplateFault({ template: label, line, message: `${name}${original}${hint}` || 'Error' });
+    const fatal = atFault(thrown);
+    if (thrown instanceof ObjectSkip) return new TemplateFault({ template: label, line, message: thrown.reason }, fatal, thrown.field);
+    if (thrown instanceof TemplateAbort) return new TemplateFault({ template: label, line, message: thrown.reason }, fatal);
+    return new TemplateFault({ template: label, line, message: errorMessage(thrown, original) }, fatal);
   } catch {
     return new TemplateFault({ template: label, message: NOT_ANNOTATABLE });
   }

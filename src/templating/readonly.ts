@@ -1,7 +1,7 @@
 import type { KubeObject } from '../k8s/resource.ts';
 import { isSealed } from '../k8s/sealed.ts';
 import type { ResourceView } from '../k8s/store.ts';
-import { abort, describeValue } from './abort.ts';
+import { abort, abortRender, describeValue } from './abort.ts';
 import { READ_ONLY_HINT } from './locate.ts';
 
 /**
@@ -17,7 +17,7 @@ const views = new WeakMap<object, object>();
 const isView = new WeakSet<object>();
 
 function denied(): never {
-  return abort(READ_ONLY_HINT);
+  return abortRender(READ_ONLY_HINT);
 }
 
 const handler: ProxyHandler<object> = {
@@ -105,7 +105,7 @@ export function resourceSets(sets: Readonly<Record<string, ResourceView>>): Read
       if (typeof key === 'symbol') return undefined;
       if (Object.hasOwn(t, key)) return t[key];
       const known = names.length > 0 ? names.join(', ') : 'none';
-      return abort(`unknown resource set ${JSON.stringify(key)} (configured sets: ${known})`);
+      return abortRender(`unknown resource set ${JSON.stringify(key)} (configured sets: ${known})`);
     },
     set: denied,
     defineProperty: denied,

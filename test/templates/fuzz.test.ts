@@ -223,7 +223,65 @@ async function baseResources(): Promise<KubeObject[]> {
     },
   ];
   const ingressClass = { apiVersion: 'networking.k8s.io/v1', kind: 'IngressClass', metadata: { name: 'haprx' }, spec: { controller: 'haprx.io/ingress-controller' } };
-  return [...objects, auth, ingress, control, gatewayClass, gateway, route, ingressClass, ...other] as KubeObject[];
+  return [...objects, auth, ingress, control, gatewayClass, gateway, route, ingressClass, ...other, ...controlCluster(objects)] as KubeObject[];
+}
+
+/** The namespace of the control objects, which share nothing with the others: whatever breaks elsewhere, they must be served unchanged. */
+const CONTROL_NS = 'ctl';
+
+/** An Ingress with TLS, a Gateway on a port of its own with an HTTPRoute, and their Service: every kind of output, in CONTROL_NS. */
+function controlCluster(certificates: KubeObject[]): object[] {
+  const ns = CONTROL_NS;
+  const secret = certificates.find((o) => o.kind === 'Secret' && o.metadata.name === 'tls-example')!;
+  return [
+    { apiVersion: 'v1', kind: 'Namespace', metadata: { name: ns } },
+    { apiVersion: 'v1', kind: 'Service', metadata: { name: 'app', namespace: ns }, spec: { ports: [{ name: 'http', port: 80 }] } },
+    {
+      apiVersion: 'discovery.k8s.io/v1',
+      kind: 'EndpointSlice',
+      metadata: { name: 'app-1', namespace: ns, labels: { 'kubernetes.io/service-name': 'app' } },
+      addressType: 'IPv4',
+      ports: [{ name: 'http', port: 8080 }],
+      endpoints: [{ addresses: ['10.1.0.1'], conditions: { ready: true } }],
+    },
+    { apiVersion: 'v1', kind: 'Secret', metadata: { name: 'ctl-tls', namespace: ns }, type: 'kubernetes.io/tls', data: secret['data'] },
+    {
+      apiVersion: 'networking.k8s.io/v1',
+      kind: 'Ingress',
+      metadata: { name: 'ctl', namespace: ns },
+      spec: {
+        tls: [{ hosts: ['ctl.example'], secretName: 'ctl-tls' }],
+        rules: [{ host: 'ctl.example', http: { paths: [{ path: '/', pathType: 'Prefix', backend: { service: { name: 'app', port: { number: 80 } } } }] } }],
+      },
+    },
+    { apiVersion: 'gateway.networking.k8s.io/v1', kind: 'GatewayClass', metadata: { name: 'ctl-class' }, spec: { controllerName: 'haprx.io/gateway-controller' } },
+    {
+      apiVersion: 'gateway.networking.k8s.io/v1',
+      kind: 'Gateway',
+      metadata: { name: 'ctl-gw', namespace: ns },
+      spec: { gatewayClassName: 'ctl-class', listeners: [{ name: 'http', port: 9090, protocol: 'HTTP', hostname: 'ctl-gw.example' }] },
+    },
+    {
+      apiVersion: 'gateway.networking.k8s.io/v1',
+      kind: 'HTTPRoute',
+      metadata: { name: 'ctl-route', namespace: ns },
+      spec: { parentRefs: [{ name: 'ctl-gw' }], rules: [{ matches: [{ path: { type: 'PathPrefix', value: '/' } }], backendRefs: [{ name: 'app', port: 80 }] }] },
+    },
+  ];
+}
+
+const isControl = (o: KubeObject) => o.metadata.namespace === CONTROL_NS || o.metadata.name === 'ctl-class';
+
+/** What the control objects contribute to a render: their sections, map entries, crt-list lines and certificate file. */
+function controlPart(config: RenderedConfig): string[] {
+  const parsed = parseConfig(config.main);
+  const sections = parsed.sections
+    .filter((s) => (s.type === 'backend' && s.name.startsWith('be_ctl_')) || (s.type === 'frontend' && s.name === 'gw_9090'))
+    .map((s) => `${s.type} ${s.name}\n${s.lines.map((l) => [l.keyword, ...l.args].join(' ')).join('\n')}`);
+  const mapLines = Object.entries(config.maps).flatMap(([name, text]) => text.split('\n').filter((l) => l.includes('ctl.example')).map((l) => `${name}: ${l}`));
+  const crtLines = Object.entries(config.certs).flatMap(([name, text]) => (name.endsWith('.crtlist') ? text.split('\n').filter((l) => l.includes('ctl')).map((l) => `${name}: ${l}`) : []));
+  const files = Object.entries(config.certs).filter(([name]) => name.includes('ctl')).map(([name, text]) => `${name}: ${text.length}`);
+  return [...sections, ...mapLines, ...crtLines, ...files].sort();
 }
 
 /** Where a hostile value goes: an object (kind/name) and a path in it; `encode` turns it into what the field holds. */
@@ -574,5 +632,121 @@ describe('fuzz: hostile values', () => {
       }),
     );
     t.diagnostic(`${sample.length} distinct outputs checked with haproxy -c`);
+  });
+});
+
+/** Values of the wrong shape for any field: scalars where maps are, maps where lists are, nulls, and huge or deep values. */
+function wrongShapes(): unknown[] {
+  let deep: unknown = { end: true };
+  for (let i = 0; i < 300; i++) deep = { a: [deep] };
+  return ['oops', 7, -1, 1.5, true, null, [], {}, ['x'], [null], [[]], [7], { a: { b: 'c' } }, 'x'.repeat(200_000), Array.from({ length: 5_000 }, (_, i) => `v${i}`), deep];
+}
+
+/** Every path into an object below its identity (apiVersion, kind, metadata.name and namespace): maps, lists and values. */
+function pathsOf(value: unknown, at: (string | number)[] = []): (string | number)[][] {
+  if (value === null || typeof value !== 'object') return [];
+  const keys: (string | number)[] = Array.isArray(value) ? value.map((_, i) => i) : Object.keys(value);
+  return keys.flatMap((key) => {
+    if (at.length === 0 && (key === 'apiVersion' || key === 'kind' || key === 'metadata')) return key === 'metadata' ? pathsOf((value as Record<string, unknown>)[key], [key]) : [];
+    if (at.length === 1 && at[0] === 'metadata' && (key === 'name' || key === 'namespace')) return [];
+    const path = [...at, key];
+    return [path, ...pathsOf((value as Record<string | number, unknown>)[key], path)];
+  });
+}
+
+/** Text that only the given object puts into a render: gone when the object is skipped whole. */
+const OWN_TEXT: Record<string, string> = { 'Ingress shop/shop': 'tls.example/', 'HTTPRoute shop/route': 'gw_shop_route' };
+
+describe('fuzz: structurally wrong objects', () => {
+  it('a field of the wrong shape skips only its object, with a warning naming it; every other object is still served', async (t) => {
+    const loaded = await loadTemplates();
+    const base = await baseResources();
+    const baseline = renderFixture(loaded, { resources: base, values: {} });
+    assert.ok(baseline.ok, 'the base renders');
+    assert.deepEqual(baseline.warnings, []);
+    const control = controlPart(baseline.config);
+    // The control objects reach every kind of output, or an unchanged control part would prove nothing.
+    for (const needle of ['backend be_ctl_app_80', 'server srv_10.1.0.1_8080', 'frontend gw_9090', 'prefix.map: ctl.example', 'https.crtlist: ssl/', '.pem: ']) {
+      assert.ok(control.some((c) => c.includes(needle)), `${needle} in ${JSON.stringify(control)}`);
+    }
+
+    const render = fuzzRenderer(loaded, base);
+    const shapes = wrongShapes();
+    const refOf = (o: KubeObject) => `${o.kind} ${o.metadata.namespace ? `${o.metadata.namespace}/` : ''}${o.metadata.name}`;
+    const named = new Set(base.map(refOf));
+    const warnedKinds = new Set<string>();
+    let renders = 0;
+    let skips = 0;
+    let n = 0;
+    for (const object of base.filter((o) => !isControl(o))) {
+      for (const path of pathsOf(object)) {
+        n++;
+        // Two shapes for each path, every shape across the paths.
+        for (const shape of [shapes[n % shapes.length], shapes[(n * 5 + 2) % shapes.length]]) {
+          const what = `${refOf(object)} ${path.join('.')} = ${JSON.stringify(shape)?.slice(0, 60)}`;
+          const result = render({ kind: object.kind!, name: object.metadata.name, path }, shape);
+          renders++;
+          if (!result.ok) assert.fail(`${what}: render failed: ${result.error.template}:${result.error.line}: ${result.error.message}`);
+          const problems = injectionProblems(result.config);
+          if (problems.length > 0) assert.fail(`${what}:\n${problems.join('\n')}`);
+          assert.deepEqual(controlPart(result.config), control, `${what}: the control objects are served unchanged`);
+          for (const w of result.warnings) {
+            assert.ok(w.object === undefined || named.has(w.object) || !w.ref, `${what}: a warning about an object that is not in the cluster: ${JSON.stringify(w)}`);
+            assert.ok(!w.object?.includes(`${CONTROL_NS}/`), `${what}: a warning about a control object: ${JSON.stringify(w)}`);
+            assert.ok(typeof w.template === 'string', `${what}: the warning names its template: ${JSON.stringify(w)}`);
+            if (w.skipped && w.object !== undefined && OWN_TEXT[w.object]) {
+              const own = OWN_TEXT[w.object]!;
+              assert.ok(![result.config.main, ...Object.values(result.config.maps)].some((text) => text.includes(own)), `${what}: ${w.object} was skipped, yet ${own} is in the render`);
+            }
+          }
+          const mine = result.warnings.filter((w) => w.object === refOf(object));
+          if (mine.length > 0) warnedKinds.add(object.kind!);
+          skips += mine.filter((w) => w.skipped && w.line !== undefined).length;
+        }
+      }
+    }
+    t.diagnostic(`${renders} renders: ${n} paths in ${base.length - base.filter(isControl).length} objects, ${shapes.length} shapes; ${skips} whole objects skipped at a template line`);
+    for (const kind of ['Ingress', 'Service', 'EndpointSlice', 'Secret', 'Gateway', 'HTTPRoute', 'ReferenceGrant', 'Namespace']) {
+      assert.ok(warnedKinds.has(kind), `some broken ${kind} was named in a warning`);
+    }
+    assert.ok(skips > 0, 'objects were skipped whole, at a template line');
+  });
+
+  it('an Ingress whose spec.rules is a string is skipped, named, and the rest is served', async () => {
+    const loaded = await loadTemplates();
+    const base = await baseResources();
+    const broken = base.map((o) => (o.kind === 'Ingress' && o.metadata.name === 'shop' ? { ...o, spec: { ...(o['spec'] as object), rules: 'oops' } } : o));
+    const result = renderFixture(loaded, { resources: broken, values: {} });
+    assert.ok(result.ok, `the render succeeds: ${JSON.stringify(!result.ok && result.error)}`);
+    const [warning, ...others] = result.warnings;
+    assert.deepEqual(others, []);
+    assert.deepEqual(warning?.ref, { apiVersion: 'networking.k8s.io/v1', kind: 'Ingress', namespace: 'shop', name: 'shop' });
+    assert.equal(warning?.skipped, true);
+    assert.equal(warning?.template, 'snippets/ingress-model');
+    assert.ok(typeof warning?.line === 'number' && warning.line > 0);
+    assert.match(warning?.message ?? '', /^skipped: /);
+    assert.ok(!result.config.maps['prefix.map']!.includes('tls.example'), 'nothing of the skipped Ingress is served');
+    assert.ok(result.config.maps['prefix.map']!.includes('control.example/'), 'the other Ingresses are');
+    assert.ok(result.config.main.includes('frontend gw_8080'), 'and the Gateway routes');
+  });
+
+  it('a TLS Secret in a namespace that is no plain file name is served under a safe file name', async () => {
+    const loaded = await loadTemplates();
+    const base = await baseResources();
+    const odd = 'my ns/../x';
+    const moved = base.map((o) => {
+      if (o.metadata.namespace !== CONTROL_NS || !['Secret', 'Ingress', 'Service', 'EndpointSlice'].includes(o.kind!)) return o;
+      return { ...o, metadata: { ...o.metadata, namespace: odd } };
+    });
+    const result = renderFixture(loaded, { resources: moved, values: {} });
+    assert.ok(result.ok, `the render succeeds: ${JSON.stringify(!result.ok && result.error)}`);
+    const crtList = result.config.certs['https.crtlist']!;
+    const line = crtList.split('\n').find((l) => l.endsWith(' ctl.example'));
+    assert.ok(line, crtList);
+    const file = line.split(' ')[0]!.slice('ssl/'.length);
+    assert.match(file, /^[a-z0-9_-]+\.pem$/);
+    assert.ok(Object.hasOwn(result.config.certs, file), 'the crt-list names a file of the render');
+    assert.ok(result.config.maps['prefix.map']!.includes('ctl.example/'), 'its Ingress is served');
+    assert.deepEqual(result.warnings.filter((w) => w.object?.includes(odd)), [], 'and nothing in that namespace is warned about');
   });
 });

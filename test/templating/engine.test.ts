@@ -460,9 +460,9 @@ describe('render warnings and added certificate files', () => {
     assert.ok(result.ok);
     assert.equal(result.config.main, 'ok\n');
     assert.deepEqual(result.warnings, [
-      { object: 'Ingress shop/web', message: 'skipped: bad host' },
-      { object: 'values.port', message: 'not a port' },
-      { message: 'no subject' },
+      { object: 'Ingress shop/web', ref: { kind: 'Ingress', namespace: 'shop', name: 'web' }, message: 'skipped: bad host', template: 'haproxy.cfg', line: 1 },
+      { object: 'values.port', message: 'not a port', template: 'haproxy.cfg', line: 1 },
+      { message: 'no subject', template: 'maps/a.map', line: 1 },
     ]);
   });
 
