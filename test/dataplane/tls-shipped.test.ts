@@ -120,7 +120,7 @@ describe('TLS through the Data Plane API double with the shipped templates', () 
   it('renders crt-lists that name certificates relatively, as haproxy.cfg names them', () => {
     const lists = Object.keys(config.certs).filter((n) => n.endsWith('.crtlist'));
     assert.deepEqual(lists.sort(), ['gw_' + ports.gw + '.crtlist', 'https.crtlist'].sort());
-    assert.match(config.certs['https.crtlist']!, /^ssl\/shop_tls-example\.pem /m);
+    assert.match(config.certs['https.crtlist']!, /^ssl\/shop__tls-example\.pem /m);
   });
 
   it('deploys, with every file reference inside the crt-lists pointing into the storage directories', async () => {
@@ -132,7 +132,7 @@ describe('TLS through the Data Plane API double with the shipped templates', () 
     const list = /crt-list (\S+)/.exec(running)?.[1];
     assert.ok(list?.startsWith(`${double.storageDirs.general}/`), `crt-list at ${list}`);
     const stored = await readFile(list!, 'utf8');
-    assert.match(stored, new RegExp(`^${double.storageDirs.ssl}/haprx-shop_tls-example\\.pem api\\.tls\\.example tls\\.example$`, 'm'));
+    assert.match(stored, new RegExp(`^${double.storageDirs.ssl}/haprx-shop__tls-example\\.pem api\\.tls\\.example tls\\.example$`, 'm'));
     assert.doesNotMatch(stored, /^ssl\//m);
   });
 
