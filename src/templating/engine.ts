@@ -25,7 +25,8 @@
  *   `isHostname`, `isPath`, `fail`, `get`; validators for cluster values
  *   (`isIP`, `isCidr`, `isPort`, `isDuration`, `isHeaderName`, `isHeaderValue`,
  *   `isRegex`, `tlsBundle`, `htpasswd`), escapes (`lfText`, `regexEscape`),
- *   `digest`, and `warn`, `certFile` and `referencesFiles` (below).
+ *   `digest`, `fileName`, `list`, and `warn`, `certFile`, `referencesFiles`,
+ *   `isolate`, `each` and `skip` (below).
  * - `include(name, args)`: renders snippet `name` and returns its text, so it is
  *   written with `<%- include('backend', { svc }) %>`. Snippets come from the
  *   set, never from disk; an unknown name or an include cycle aborts. A snippet
@@ -51,7 +52,12 @@
  * - `h.referencesFiles()` in a map, general or certificate template marks its
  *   output as naming other rendered files (`general/<name>`, …); the render
  *   result lists it in `referencing`.
- * - `h.fail(message)` aborts the render; so does any throw. The error names
+ * - `h.isolate(object, fn)` and `h.each(list, fn)` run per-object code in
+ *   isolation: a throw (or `h.skip(message, field)`) skips that object with a
+ *   structured warning (kind, namespace, name, field, template and line) and
+ *   takes back the certificate files it added; the render goes on. Faults of
+ *   the templates themselves (see locate.ts, atFault) still fail the render.
+ * - `h.fail(message)` aborts the render; so does any throw outside h.isolate. The error names
  *   the template (the snippet, if it failed in one) and the line where it was
  *   thrown, exact even inside a multi-line `<% %>` block. A thrown non-Error
  *   (a string, say) still fails the render, but its line is unknown.
