@@ -1,6 +1,6 @@
 /**
- * Every benchmark in turn: render, change latency, scale (memory, cold start,
- * burst) and Data Plane fan-out. Each prints its table; the JSON lands in
+ * Every benchmark in turn: render, admission reviews, change latency, scale (memory,
+ * cold start, burst) and Data Plane fan-out. Each prints its table; the JSON lands in
  * bench/results/. Takes about 20 minutes at the default sizes; set SIZE,
  * ITERATIONS or CHURN_SECONDS for a shorter run.
  *
@@ -10,7 +10,7 @@ import { spawnSync } from 'node:child_process';
 import { readdir } from 'node:fs/promises';
 
 const root = new URL('..', import.meta.url).pathname;
-const scripts = ['bench/render.ts', 'bench/endpoint-latency.ts', 'bench/scale.ts', 'bench/fanout.ts'];
+const scripts = ['bench/render.ts', 'bench/admission.ts', 'bench/endpoint-latency.ts', 'bench/scale.ts', 'bench/fanout.ts'];
 let failed = 0;
 for (const script of scripts) {
   console.log(`\n== ${script}`);

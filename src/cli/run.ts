@@ -18,13 +18,15 @@ import type { ListWatchOptions } from '../k8s/list-watch.ts';
 import type { ResourceChange } from '../k8s/resource.ts';
 import { controllerConfigSource, credentialsSource, haproxyEndpoints, kubeChanges, serviceAddressSource } from '../k8s/sources.ts';
 import { startObservability } from '../observability/index.ts';
+import { Admission } from '../webhook/admission.ts';
+import { startWebhook } from '../webhook/index.ts';
 import { createLogger } from '../observability/logger.ts';
 import type { RenderedConfig } from '../templating/rendered.ts';
 import { controller } from '../../streams/controller.ts';
 import { isLoopback, parsePort } from './args.ts';
 import { loadControllerConfig } from './load-config.ts';
 import type { Command } from './main.ts';
-import { controllerGraph } from './wiring.ts';
+import { type RenderBasis, controllerGraph } from './wiring.ts';
 
 /** What a target is made from: the endpoint's address and the Secret's credentials. */
 export type TargetOptions = Pick<DataplaneTargetOptions, 'baseUrl' | 'username' | 'password' | 'ca' | 'cert' | 'key'>;
@@ -66,6 +68,8 @@ export interface InClusterOptions {
   eventLimits?: Partial<EventLimits>;
   observer?: RunObserver;
   onNotice?: (notice: Notice) => void;
+  /** Told what each graph renders with, so that admission reviews render the same. */
+  admission?: Pick<Admission, 'setBasis'>;
 }
 
 export interface RunningController {
@@ -199,6 +203,7 @@ export function startInCluster(options: InClusterOptions): RunningController {
         validator: options.validator,
         deployTo,
         leader$,
+        ...(options.admission && { onRender: ({ loaded: l, values, resources }: RenderBasis) => options.admission!.setBasis({ config: l.config, templates: l.templates, values, resources }) }),
       });
       if (!writer) return graph$;
       const status$ = new Observable<never>(() => {
@@ -265,6 +270,7 @@ const ENV = {
   secret: 'HAPRX_CREDENTIALS_SECRET',
   lease: 'HAPRX_LEASE',
   identity: 'HAPRX_IDENTITY',
+  webhookSecret: 'HAPRX_WEBHOOK_SECRET',
 } as const;
 
 /** Reads a duration flag such as `15s` or `1500ms`. */
@@ -281,7 +287,7 @@ export const runCommand: Command = {
                 [--identity ID] [--kubeconfig FILE] [--haproxy-bin PATH] [--drain-timeout DURATION]
                 [--lease-duration DURATION] [--renew-deadline DURATION] [--retry-period DURATION]
                 [--health-port N] [--metrics-port N] [--listen-address ADDR]
-                [--debug-port N] [--debug-address ADDR]
+                [--debug-port N] [--debug-address ADDR] [--webhook-port N] [--webhook-secret NAME]
 
 Runs the controller until SIGTERM or SIGINT. The controller configuration (templates,
 watched resources, settings) is the ConfigMap; the Data Plane API credentials are the
@@ -315,6 +321,11 @@ Options (environment variable in brackets):
                                 rendered configuration: reach it with kubectl port-forward
   --debug-address ADDR          where /debug/vars listens (default 127.0.0.1: not reachable
                                 from the pod network)
+  --webhook-port N              the validating admission webhook, HTTPS on --listen-address
+                                (default 9443; 0 turns it off); see docs/security.md
+  --webhook-secret NAME         its serving certificate, a kubernetes.io/tls Secret in the
+                                namespace (tls.crt, tls.key; cert-manager's layout; reloaded
+                                when it changes) [${ENV.webhookSecret}] (default haprx-webhook-tls)
 `,
   async run(argv) {
     const { values } = parseArgs({
@@ -336,6 +347,8 @@ Options (environment variable in brackets):
         'listen-address': { type: 'string', default: '0.0.0.0' },
         'debug-port': { type: 'string', default: '8081' },
         'debug-address': { type: 'string', default: '127.0.0.1' },
+        'webhook-port': { type: 'string', default: '9443' },
+        'webhook-secret': { type: 'string' },
       },
       allowPositionals: false,
       strict: true,
@@ -355,7 +368,7 @@ Options (environment variable in brackets):
       if (!(timings.retryPeriodMs < timings.renewDeadlineMs && timings.renewDeadlineMs < timings.leaseDurationMs)) {
         throw new Error('expected --retry-period < --renew-deadline < --lease-duration');
       }
-      for (const flag of ['health-port', 'metrics-port', 'debug-port'] as const) {
+      for (const flag of ['health-port', 'metrics-port', 'debug-port', 'webhook-port'] as const) {
         const port = parsePort(flag, values[flag]);
         if (!port.ok) throw new Error(port.message);
         ports[flag] = port.port;
@@ -388,8 +401,28 @@ Options (environment variable in brackets):
       debug: ports['debug-port'] ? { port: ports['debug-port'], host: debugHost } : false,
     });
     log.info({ source: loadedConfig.source, namespace, configMap, credentialsSecret, lease, identity }, `haprx run: ConfigMap ${namespace}/${configMap}, lease ${lease} as ${identity}`);
+    const api = new KubeApi(loadedConfig.config);
+    const listWatch: ListWatchOptions = {
+      onDiagnostic: (d) => {
+        log.debug({ ...d }, `list/watch ${d.set}: ${d.type}`);
+        if (d.type === 'watch-ended') obs.metrics.watchEnded(d.set, d.reason);
+      },
+    };
+    const admission = ports['webhook-port'] ? new Admission({ namespace, configMap }) : undefined;
+    const webhook = admission
+      ? startWebhook({
+          api,
+          namespace,
+          secret: values['webhook-secret'] ?? env[ENV.webhookSecret] ?? 'haprx-webhook-tls',
+          host,
+          port: ports['webhook-port']!,
+          admission,
+          listWatch,
+          onNotice: (level, message, fields) => log[level](fields ?? {}, message),
+        })
+      : undefined;
     const running = startInCluster({
-      api: new KubeApi(loadedConfig.config),
+      api,
       namespace,
       configMap,
       credentialsSecret,
@@ -400,13 +433,9 @@ Options (environment variable in brackets):
       targets: (target) => new DataplaneTarget({ ...target, onStep: (step) => log.debug({ endpoint: target.baseUrl, step: step.kind }, step.detail) }),
       drainTimeoutMs,
       observer: obs,
-      listWatch: {
-        onDiagnostic: (d) => {
-          log.debug({ ...d }, `list/watch ${d.set}: ${d.type}`);
-          if (d.type === 'watch-ended') obs.metrics.watchEnded(d.set, d.reason);
-        },
-      },
+      listWatch,
       onNotice: ({ level, message, fields }) => log[level](fields ?? {}, message),
+      ...(admission && { admission }),
     });
 
     const signal = await new Promise<NodeJS.Signals>((resolveSignal) => {
@@ -422,6 +451,7 @@ Options (environment variable in brackets):
     process.once('SIGINT', force);
     process.once('SIGTERM', force);
     await running.stop();
+    await webhook?.close();
     await obs.close();
     log.info('stopped');
     // A request still waiting on an unresponsive API server must not hold the exit.

@@ -3,6 +3,7 @@ import type { WatchedResource } from '../config/controller-config.ts';
 import type { ControllerEvent, Deployment, Endpoint, InstanceOutcome } from '../events.ts';
 import type { Validator } from '../haproxy/validate.ts';
 import type { ResourceChange } from '../k8s/resource.ts';
+import type { ResourceView } from '../k8s/store.ts';
 import { renderTemplates } from '../templating/engine.ts';
 import type { RenderedConfig } from '../templating/rendered.ts';
 import { graph } from '../../streams/graph.ts';
@@ -21,6 +22,18 @@ export interface ControllerIO {
   values?: Readonly<Record<string, unknown>>;
   /** Whether this replica may deploy (leader election); without it, it always may. */
   leader$?: Observable<boolean>;
+  /**
+   * Told, at each render, what the graph renders with: the configuration, the values
+   * and its live stores (the admission webhook renders with the same).
+   */
+  onRender?(basis: RenderBasis): void;
+}
+
+/** What a graph renders with; `resources` are its own stores, kept current by the graph. */
+export interface RenderBasis {
+  loaded: LoadedConfig;
+  values: Readonly<Record<string, unknown>>;
+  resources: ReadonlyMap<string, ResourceView>;
 }
 
 /** The graph for one loaded configuration, with the real renderer and validator plugged in. */
@@ -33,7 +46,11 @@ export function controllerGraph(loaded: LoadedConfig, io: ControllerIO): Observa
       changes$: io.changes(config.watch),
       endpoints$: io.endpoints$,
       // Rendering is synchronous CPU work; defer runs it when the trigger is taken.
-      render: ({ resources }) => defer(() => of(renderTemplates(templates, { resources: Object.fromEntries(resources), values }))),
+      render: ({ resources }) =>
+        defer(() => {
+          io.onRender?.({ loaded, values, resources });
+          return of(renderTemplates(templates, { resources: Object.fromEntries(resources), values }));
+        }),
       validate: (rendered: RenderedConfig) =>
         fromAbortable((signal) => io.validator.validate(rendered, signal)).pipe(
           map((result): ValidateOutcome => (result.ok ? { ok: true } : { ok: false, problems: result.problems })),

@@ -5,7 +5,7 @@ import { promisify } from 'node:util';
 import { parseAllDocuments } from 'yaml';
 
 export const ROOT = fileURLToPath(new URL('../../', import.meta.url));
-export const OVERLAYS = ['k8s/overlays/dev', 'k8s/overlays/production'] as const;
+export const OVERLAYS = ['k8s/overlays/dev', 'k8s/overlays/production', 'k8s/overlays/no-webhook'] as const;
 
 export interface K8sObject {
   apiVersion: string;

@@ -43,7 +43,7 @@ for (const overlay of OVERLAYS) {
         if (problem) problems.push(`${o.kind}/${o.metadata.name}: ${problem}`);
       }
       assert.deepEqual(problems, []);
-      for (const o of objects) if (!['Namespace', 'ClusterRole', 'ClusterRoleBinding', 'IngressClass', 'GatewayClass'].includes(o.kind)) assert.equal(o.metadata.namespace, 'haprx-system', `${o.kind}/${o.metadata.name}`);
+      for (const o of objects) if (!['Namespace', 'ClusterRole', 'ClusterRoleBinding', 'IngressClass', 'GatewayClass', 'ValidatingWebhookConfiguration'].includes(o.kind)) assert.equal(o.metadata.namespace, 'haprx-system', `${o.kind}/${o.metadata.name}`);
     });
 
     it('runs the controller non-root on a read-only root filesystem, with probes on :8080 and bounded resources', async () => {
@@ -111,7 +111,56 @@ for (const overlay of OVERLAYS) {
       const dataplane = haproxy.spec.ingress.find((r) => r.ports.some((p) => p.port === 5555))!;
       assert.deepEqual(dataplane.from, [{ podSelector: { matchLabels: { 'app.kubernetes.io/name': 'haprx' } } }]);
       const controller = find<Policy>(objects, 'NetworkPolicy', 'haprx');
-      assert.deepEqual(controller.spec.ingress.flatMap((r) => r.ports.map((p) => p.port)).sort(), [8080, 9090]);
+      const webhook = overlay !== 'k8s/overlays/no-webhook';
+      assert.deepEqual(controller.spec.ingress.flatMap((r) => r.ports.map((p) => p.port)).sort(), webhook ? [8080, 9090, 9443] : [8080, 9090], 'never the debug port');
+    });
+
+    it('keeps /debug/vars on loopback: no container port, Service port or policy rule for it, and no flag that moves it', async () => {
+      const objects = await build(overlay);
+      const [c] = find<Workload>(objects, 'Deployment', 'haprx').spec.template.spec.containers as (Container & { args?: string[] })[];
+      assert.ok(!c!.ports!.some((p) => p.containerPort === 8081));
+      assert.ok(!(c!.args ?? []).some((a) => /^--debug-(address|port)/.test(a)), JSON.stringify(c!.args));
+    });
+
+    it(overlay === 'k8s/overlays/no-webhook' ? 'leaves the admission webhook out, and turns it off' : 'registers the admission webhook: Ingresses, every route kind and the controller ConfigMap, failing open, v1 only', async () => {
+      const objects = await build(overlay);
+      const [c] = find<Workload>(objects, 'Deployment', 'haprx').spec.template.spec.containers as (Container & { args?: string[] })[];
+      const configurations = objects.filter((o) => o.kind === 'ValidatingWebhookConfiguration');
+      if (overlay === 'k8s/overlays/no-webhook') {
+        assert.deepEqual(configurations, []);
+        assert.ok(!objects.some((o) => o.kind === 'Service' && o.metadata.name === 'haprx-webhook'));
+        assert.ok(c!.args!.includes('--webhook-port=0'));
+        return;
+      }
+      type Hook = { name: string; failurePolicy: string; sideEffects: string; admissionReviewVersions: string[]; timeoutSeconds: number; clientConfig: { service: { name: string; namespace: string; path: string; port: number } }; rules: { apiGroups: string[]; resources: string[]; operations: string[] }[]; objectSelector?: { matchLabels: Record<string, string> }; namespaceSelector?: { matchLabels: Record<string, string> } };
+      const [vwc] = configurations as (K8sObject & { webhooks: Hook[] })[];
+      const service = find<K8sObject & { spec: { ports: { port: number; targetPort: string }[]; selector: Record<string, string> } }>(objects, 'Service', 'haprx-webhook');
+      assert.deepEqual(service.spec.ports.map((p) => [p.port, p.targetPort]), [[443, 'webhook']]);
+      assert.equal(c!.ports!.find((p) => p.name === 'webhook')?.containerPort, 9443, 'the default of --webhook-port');
+      for (const hook of vwc!.webhooks) {
+        assert.equal(hook.failurePolicy, 'Ignore', `${hook.name}: an outage never blocks the cluster`);
+        assert.equal(hook.sideEffects, 'None');
+        assert.deepEqual(hook.admissionReviewVersions, ['v1']);
+        assert.ok(hook.timeoutSeconds <= 10);
+        assert.deepEqual(hook.clientConfig.service, { name: 'haprx-webhook', namespace: 'haprx-system', path: '/validate', port: 443 });
+        for (const rule of hook.rules) assert.deepEqual(rule.operations, ['CREATE', 'UPDATE']);
+      }
+      const resources = vwc!.webhooks.flatMap((h) => h.rules.flatMap((r) => r.apiGroups.flatMap((g) => r.resources.map((res) => `${g}/${res}`))));
+      assert.deepEqual(resources.sort(), ['/configmaps', 'gateway.networking.k8s.io/grpcroutes', 'gateway.networking.k8s.io/httproutes', 'gateway.networking.k8s.io/tcproutes', 'gateway.networking.k8s.io/tlsroutes', 'gateway.networking.k8s.io/udproutes', 'networking.k8s.io/ingresses']);
+      // Every route kind the shipped configuration watches is registered.
+      const configMap = find<KubeObject>(objects, 'ConfigMap', 'haprx');
+      const decoded = decodeControllerConfig((configMapToRaw(configMap, 'haprx') as { raw: unknown }).raw);
+      assert.ok(decoded.ok);
+      for (const w of decoded.value.watch.filter((w) => w.resource === 'ingresses' || w.resource.endsWith('routes'))) assert.ok(resources.includes(`${w.apiVersion.split('/')[0]}/${w.resource}`), w.resource);
+      const config = vwc!.webhooks.find((h) => h.rules.some((r) => r.resources.includes('configmaps')))!;
+      assert.deepEqual(config.namespaceSelector, { matchLabels: { 'kubernetes.io/metadata.name': 'haprx-system' } });
+      assert.deepEqual(config.objectSelector!.matchLabels, { 'app.kubernetes.io/name': configMap.metadata.labels!['app.kubernetes.io/name'] });
+      if (overlay === 'k8s/overlays/production') {
+        const certificate = find<K8sObject & { spec: { secretName: string; dnsNames: string[] } }>(objects, 'Certificate', 'haprx-webhook');
+        assert.equal(certificate.spec.secretName, 'haprx-webhook-tls', 'the default of --webhook-secret');
+        assert.ok(certificate.spec.dnsNames.includes('haprx-webhook.haprx-system.svc'));
+        assert.equal((vwc!.metadata as { annotations?: Record<string, string> }).annotations?.['cert-manager.io/inject-ca-from'], 'haprx-system/haprx-webhook');
+      }
     });
   });
 }

@@ -14,7 +14,9 @@ import type { RequestRecord } from '../support/kube-api-double/index.ts';
 import { KubeApiDouble } from '../support/kube-api-double/index.ts';
 import { makeSiteCertificate } from '../support/dataplane-double/certs.ts';
 import { CONFIGMAP, type Deployed, NS, type TestController, credentialsSecret, haproxyPod, startController } from '../k8s/cluster-fixture.ts';
-import { until } from '../k8s/helpers.ts';
+import { apiFor, until } from '../k8s/helpers.ts';
+import { Admission } from '../../src/webhook/admission.ts';
+import { startWebhook } from '../../src/webhook/index.ts';
 import { build, find, type K8sObject } from './kustomize.ts';
 
 type Rule = { apiGroups: string[]; resources: string[]; verbs: string[]; resourceNames?: string[] };
@@ -102,13 +104,19 @@ before(async () => {
   });
 
   const deployed: Deployed[] = [];
+  // The admission webhook too: it reads its serving certificate from a Secret in haprx-system.
+  const admission = new Admission({ namespace: NS, configMap: CONFIGMAP });
+  const webhook = startWebhook({ api: apiFor(double), namespace: NS, secret: 'haprx-webhook-tls', host: '127.0.0.1', port: 0, admission, onNotice: () => undefined });
   controller = startController(double, 'replica-a', deployed, {
+    admission,
     eventLimits: { seriesFlushMs: 50 },
     behaviour: async () => ({ ok: false, reloaded: false, runtimeOps: 0, error: 'the Data Plane API refused the configuration' }),
   });
   const status = () => (double.get('networking.k8s.io/v1', 'ingresses', 'apps', 'web')!.status as { loadBalancer?: { ingress?: { ip?: string }[] } } | undefined)?.loadBalancer?.ingress?.[0]?.ip;
   await until('Ingress status written', () => status() === '203.0.113.10', 15_000);
   await until('a repeated DeployFailed Event updated with its series', () => double.requests.some((r) => r.method === 'PUT' && r.path.includes('/events/')), 15_000);
+  await until('the webhook certificate Secret watched', () => double.requests.some((r) => r.watch && r.path.endsWith('/secrets') && (r.query.fieldSelector ?? '').includes('haprx-webhook-tls')), 15_000);
+  await webhook.close();
   await controller.running.stop();
   controller = undefined;
   for (const r of double.requests) {
@@ -122,7 +130,7 @@ after(async () => {
 });
 
 describe('RBAC of the base, against the API calls haprx run makes', () => {
-  it('recorded the calls of every part: configuration, credentials, discovery, the Lease, Events, Secrets on demand, Ingress status', () => {
+  it('recorded the calls of every part: configuration, credentials, discovery, the Lease, Events, Secrets on demand, Ingress status, the webhook certificate', () => {
     const seen = [...calls.keys()].sort();
     for (const expected of [
       'watch core/configmaps (own namespace)',

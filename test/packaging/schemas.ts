@@ -1,7 +1,7 @@
 /**
- * Kubernetes schema validation with kubernetes-models (core kinds) and its Gateway API
- * and Prometheus Operator packages: each object's model class is looked up by
- * apiVersion and kind, and its generated JSON-schema validator run.
+ * Kubernetes schema validation with kubernetes-models (core kinds) and its Gateway API,
+ * Prometheus Operator and cert-manager packages: each object's model class is looked
+ * up by apiVersion and kind, and its generated JSON-schema validator run.
  */
 import type { K8sObject } from './kustomize.ts';
 
@@ -13,6 +13,7 @@ function modulePath(apiVersion: string, kind: string): string {
   const [group, version] = apiVersion.includes('/') ? apiVersion.split('/') : ['', apiVersion];
   if (group === 'gateway.networking.k8s.io') return `@kubernetes-models/gateway-api/${group}/${version}/${kind}`;
   if (group === 'monitoring.coreos.com') return `@kubernetes-models/prometheus-operator/${group}/${version}/${kind}`;
+  if (group === 'cert-manager.io') return `@kubernetes-models/cert-manager/${group}/${version}/${kind}`;
   return `kubernetes-models/${group ? `${group}/` : ''}${version}/${kind}`;
 }
 

@@ -27,12 +27,10 @@ import { renderTemplates } from '../../src/templating/engine.ts';
 import { TemplateAbort } from '../../src/templating/abort.ts';
 import { createHelpers } from '../../src/templating/helpers.ts';
 import type { RenderedConfig } from '../../src/templating/rendered.ts';
-import { hostileStrings } from './hostile.ts';
+import { NON_STRINGS, hostileStrings } from './hostile.ts';
 
 const ROOT = new URL('../..', import.meta.url).pathname;
 
-/** Values of other types, which YAML or JSON may put anywhere. */
-const NON_STRINGS: unknown[] = [0, -1, 1.5, 65536, 1e21, NaN, true, false, null, [], ['a'], {}, { a: 1 }, [{}]];
 
 function loadTemplates(): Promise<LoadedConfig> {
   return readTemplateDir(`${ROOT}templates`).then((raw) => {

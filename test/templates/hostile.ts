@@ -71,3 +71,6 @@ export function hostileStrings(): string[] {
   });
   return [...out];
 }
+
+/** Values of other types, which YAML or JSON may put anywhere. */
+export const NON_STRINGS: unknown[] = [0, -1, 1.5, 65536, 1e21, NaN, true, false, null, [], ['a'], {}, { a: 1 }, [{}]];

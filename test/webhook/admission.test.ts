@@ -1,0 +1,134 @@
+/**
+ * The admission decision with the shipped templates: the submitted object rendered
+ * with the cluster the controller holds, refused when the render would skip it (the
+ * message names the field), accepted when valid, and never blocking what it did not
+ * introduce. The ConfigMap is checked without cluster data.
+ */
+import assert from 'node:assert/strict';
+import { before, describe, it } from 'node:test';
+import { stringify } from 'yaml';
+import { rawToConfigMapData } from '../../src/k8s/config-map.ts';
+import type { KubeObject } from '../../src/k8s/resource.ts';
+import type { Admission } from '../../src/webhook/admission.ts';
+import { type AdmissionRequest, parseAdmissionReview } from '../../src/webhook/review.ts';
+import { readTemplateDir } from '../../src/config/template-dir.ts';
+import { CONFIGMAP, CONFIG_MAP, HTTPROUTE, INGRESS, NS, admissionOver, fixtureObjects, httpRoute, ingress, prefix, reviewBody } from './support.ts';
+
+const ROOT = new URL('../..', import.meta.url).pathname;
+let admission: Admission;
+let existing: KubeObject;
+
+function request(body: ReturnType<typeof reviewBody>): AdmissionRequest {
+  const parsed = parseAdmissionReview(JSON.parse(JSON.stringify(body)));
+  assert.ok(parsed.ok, JSON.stringify(parsed));
+  return parsed.request;
+}
+const create = (type: typeof INGRESS, o: KubeObject) => admission.review(request(reviewBody(type, 'CREATE', o)));
+const update = (type: typeof INGRESS, o: KubeObject, old: KubeObject) => admission.review(request(reviewBody(type, 'UPDATE', o, old)));
+
+before(async () => {
+  existing = ingress('existing', { rules: [prefix('shop.example', '/', 'web')] }, { creationTimestamp: '2028-01-01T00:00:00Z' });
+  const broken = ingress('broken', { rules: [prefix('broken.example', '/', 'web')] }, { annotations: { 'haprx.io/load-balance': 'fastest' } });
+  const objects = [...(await fixtureObjects('_services.yaml', '_gateway.yaml', '_certificates.yaml')), existing, broken];
+  ({ admission } = await admissionOver(objects));
+});
+
+describe('admission of Ingresses', () => {
+  it('accepts a valid Ingress', () => {
+    assert.deepEqual(create(INGRESS, ingress('new', { rules: [prefix('new.example', '/api', 'api', { name: 'http' })] })), { allowed: true });
+  });
+
+  it('refuses an Ingress the render would skip, naming the field', () => {
+    const bad = create(INGRESS, ingress('bad-host', { rules: [prefix('bad host!', '/')] }));
+    assert.equal(bad.allowed, false);
+    assert.match(bad.message!, /^haprx would skip Ingress shop\/bad-host: .*spec\.rules\[0\]\.host "bad host!" is not a DNS name/);
+    const path = create(INGRESS, ingress('bad-path', { rules: [prefix('ok.example', 'relative')] }));
+    assert.match(path.message!, /spec\.rules\[0\]\.http\.paths\[0\]\.path "relative" is not an absolute URL path/);
+    const annotation = create(INGRESS, ingress('bad-timeout', { rules: [prefix('ok.example', '/')] }, { annotations: { 'haprx.io/timeout-server': '10 years' } }));
+    assert.equal(annotation.allowed, false);
+    assert.match(annotation.message!, /haprx\.io\/timeout-server/);
+  });
+
+  it('refuses a TLS entry the render would leave out, naming it', () => {
+    const verdict = create(INGRESS, ingress('tls', { tls: [{ hosts: ['ok.example'], secretName: 'Not_A_Name' }], rules: [prefix('ok.example', '/')] }));
+    assert.equal(verdict.allowed, false);
+    assert.match(verdict.message!, /spec\.tls\[0\]/);
+  });
+
+  it('accepts what only warns, passing the warning on: a Service that does not exist yet', () => {
+    const verdict = create(INGRESS, ingress('early', { rules: [prefix('early.example', '/', 'not-yet')] }));
+    assert.equal(verdict.allowed, true);
+    assert.ok(verdict.warnings?.some((w) => /Service shop\/not-yet does not exist/.test(w)), JSON.stringify(verdict));
+  });
+
+  it('sees other Ingresses that share a host: a claimed host and path is a warning on the newer one', () => {
+    const verdict = create(INGRESS, ingress('late', { rules: [prefix('shop.example', '/', 'api', { name: 'http' })] }));
+    assert.equal(verdict.allowed, true);
+    assert.ok(verdict.warnings?.some((w) => /already routed by Ingress shop\/existing/.test(w)), JSON.stringify(verdict));
+  });
+
+  it('lets an UPDATE through when the object was skipped already, and refuses one that breaks it', () => {
+    const broken = ingress('broken', { rules: [prefix('broken.example', '/', 'web')] }, { annotations: { 'haprx.io/load-balance': 'fastest' } });
+    const relabelled = { ...broken, metadata: { ...broken.metadata, labels: { team: 'shop' } } };
+    assert.equal(update(INGRESS, relabelled, broken).allowed, true, 'a label on an Ingress that was skipped before');
+    const breaking = ingress('existing', { rules: [prefix('shop.example', '/', 'web')] }, { annotations: { 'haprx.io/load-balance': 'fastest' } });
+    const verdict = update(INGRESS, breaking, existing);
+    assert.equal(verdict.allowed, false);
+    assert.match(verdict.message!, /haprx\.io\/load-balance/);
+  });
+
+  it('accepts what it does not serve: another class, a deletion, an object on its way out, a status update', () => {
+    assert.equal(create(INGRESS, ingress('theirs', { ingressClassName: 'nginx', rules: [prefix('bad host!', '/')] })).allowed, true);
+    assert.equal(admission.review(request(reviewBody(INGRESS, 'DELETE', undefined, existing))).allowed, true);
+    const leaving = ingress('leaving', { rules: [prefix('bad host!', '/')] }, { deletionTimestamp: '2030-01-01T00:00:00Z' });
+    assert.equal(update(INGRESS, leaving, leaving).allowed, true);
+    const status = request(reviewBody(INGRESS, 'UPDATE', ingress('bad', { rules: [prefix('bad host!', '/')] }), existing));
+    assert.equal(admission.review({ ...status, subResource: 'status' }).allowed, true);
+  });
+
+  it('accepts everything, with a warning, before the controller has rendered', async () => {
+    const { Admission } = await import('../../src/webhook/admission.ts');
+    const fresh = new Admission({ namespace: NS, configMap: CONFIGMAP });
+    const verdict = fresh.review(request(reviewBody(INGRESS, 'CREATE', ingress('x', { rules: [prefix('bad host!', '/')] }))));
+    assert.equal(verdict.allowed, true);
+    assert.match(verdict.warnings![0]!, /not rendered the cluster yet/);
+  });
+});
+
+describe('admission of HTTPRoutes', () => {
+  it('accepts a valid route and refuses one the render would skip, naming the field', () => {
+    assert.equal(create(HTTPROUTE, httpRoute('ok', { hostnames: ['r.example'], rules: [{ matches: [{ path: { type: 'PathPrefix', value: '/v1' } }], backendRefs: [{ name: 'web', port: 80 }] }] })).allowed, true);
+    const bad = create(HTTPROUTE, httpRoute('bad', { hostnames: ['r.example'], rules: [{ matches: [{ path: { type: 'PathPrefix', value: 'no-slash' } }], backendRefs: [{ name: 'web', port: 80 }] }] }));
+    assert.equal(bad.allowed, false, JSON.stringify(bad));
+    assert.match(bad.message!, /^haprx would skip HTTPRoute shop\/bad: .*spec\.rules\[0\]\.matches\[0\]\.path/);
+  });
+});
+
+describe('admission of the controller ConfigMap', () => {
+  const configMap = (data: Record<string, string>, name = CONFIGMAP): KubeObject => ({ apiVersion: 'v1', kind: 'ConfigMap', metadata: { name, namespace: NS }, data });
+  let shipped: Record<string, string>;
+  before(async () => {
+    const raw = await readTemplateDir(`${ROOT}templates`);
+    assert.ok(raw.ok);
+    shipped = rawToConfigMapData(raw.raw as Record<string, unknown>);
+  });
+
+  it('accepts the shipped configuration', () => {
+    assert.deepEqual(create(CONFIG_MAP, configMap(shipped)), { allowed: true });
+  });
+
+  it('refuses a configuration that does not decode or compile, naming the key, template and line', () => {
+    const yaml = create(CONFIG_MAP, configMap({ ...shipped, 'config.yaml': 'watch: [' }));
+    assert.equal(yaml.allowed, false);
+    assert.match(yaml.message!, /data\["config\.yaml"\]/);
+    const settings = create(CONFIG_MAP, configMap({ ...shipped, 'config.yaml': stringify({ watch: [], settings: { debounce: 'soon' } }) }));
+    assert.match(settings.message!, /settings\.debounce/);
+    const syntax = create(CONFIG_MAP, configMap({ ...shipped, 'haproxy.cfg': 'global\n<% if (true) { %>\n' }));
+    assert.equal(syntax.allowed, false);
+    assert.match(syntax.message!, /templates\["haproxy\.cfg"\]/);
+  });
+
+  it('leaves other ConfigMaps alone', () => {
+    assert.equal(create(CONFIG_MAP, configMap({ 'haproxy.cfg': '<% if { %>' }, 'something-else')).allowed, true);
+  });
+});
