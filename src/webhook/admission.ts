@@ -122,8 +122,9 @@ export class Admission {
     const skips = introduced.filter(isSkip);
     if (skips.length > 0) {
       const reasons = skips.map((w) => {
-        const text = w.message.replace(/^skipped:\s*/, '');
-        return w.field && !text.includes(w.field) ? `${w.field}: ${text}` : text;
+        // "skipped: …", "spec.tls[0]: skipped, …", "spec.tls[0] skipped: …": the refusal says it already.
+        const text = w.message.replace(/^(\S+:? )?skipped[:,]\s*/, '');
+        return w.field && !text.startsWith(w.field) ? `${w.field}: ${text}` : text;
       });
       return { allowed: false, message: `haprx would skip ${label}: ${reasons.join('; ')}`, ...(introduced.length > skips.length && { warnings: introduced.filter((w) => !isSkip(w)).map((w) => w.message) }) };
     }
