@@ -76,8 +76,8 @@ describe('the shipped templates in a cluster', () => {
     await until('a deployment', () => deployed.length === 1, 15_000);
     assert.ok(controller.events.some((e) => e.type === 'Validated'), 'validated by haproxy -c');
     assert.match(deployed[0]!.main, /10\.1\.0\.5:8080/, 'the endpoint is a server');
-    assert.ok(Object.keys(certs[0]!).includes('apps_web-tls.pem'), Object.keys(certs[0]!).join(', '));
-    assert.match(certs[0]!['apps_web-tls.pem']!, /BEGIN CERTIFICATE/);
+    assert.ok(Object.keys(certs[0]!).includes('apps__web-tls.pem'), Object.keys(certs[0]!).join(', '));
+    assert.match(certs[0]!['apps__web-tls.pem']!, /BEGIN CERTIFICATE/);
     // Only the named Secret may have been fetched (when the Secrets were listed before the Ingresses).
     assert.ok(double.requests.filter((r) => r.path.includes('/secrets/')).every((r) => r.path.endsWith('/apps/secrets/web-tls')));
     assert.ok(!controller.events.some((e) => e.type === 'SourceProblem'), JSON.stringify(controller.events.filter((e) => e.type === 'SourceProblem')));
