@@ -48,6 +48,7 @@ export interface RunObserver {
   trackResources?(): MonoTypeOperatorFunction<ResourceChange>;
   setControllerConfig?(config: ControllerConfig): void;
   setLeader?(leader: boolean): void;
+  setEndpoints?(endpoints: readonly Endpoint[]): void;
 }
 
 export interface InClusterOptions {
@@ -198,7 +199,10 @@ export function startInCluster(options: InClusterOptions): RunningController {
       const graph$ = controllerGraph(loaded, {
         changes: () => changes$,
         endpoints$: haproxyEndpoints(api, podNamespace, haproxy.podSelector, haproxy.dataplane, lw).pipe(
-          tap((endpoints) => retire([...targets.keys()].filter((id) => !endpoints.some((e) => e.id === id)))),
+          tap((endpoints) => {
+            retire([...targets.keys()].filter((id) => !endpoints.some((e) => e.id === id)));
+            observer?.setEndpoints?.(endpoints);
+          }),
         ),
         validator: options.validator,
         deployTo,

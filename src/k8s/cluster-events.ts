@@ -131,6 +131,7 @@ export class EventLimiter {
   dropped = 0;
   private readonly limits: EventLimits;
   private readonly entries = new Map<string, Entry>();
+  private forgotten: string[] = [];
   private tokens: number;
   private refilledAt: number | undefined;
 
@@ -161,6 +162,18 @@ export class EventLimiter {
     return { action: 'create', key };
   }
 
+  /** Keys whose series ended (their Event will not be updated again) since the last call. */
+  takeForgotten(): string[] {
+    const keys = this.forgotten;
+    this.forgotten = [];
+    return keys;
+  }
+
+  /** Events whose repeats are still counted. */
+  get size(): number {
+    return this.entries.size;
+  }
+
   /** Series whose count grew since last written and whose flush interval has passed. */
   due(now: number): SeriesUpdate[] {
     const updates: SeriesUpdate[] = [];
@@ -171,7 +184,10 @@ export class EventLimiter {
         updates.push({ key, count: entry.count, lastObservedAt: entry.lastAt });
       }
       // Forget series that are over and fully written.
-      if (entry.count === entry.written && now - entry.firstAt >= this.limits.aggregateWindowMs) this.entries.delete(key);
+      if (entry.count === entry.written && now - entry.firstAt >= this.limits.aggregateWindowMs) {
+        this.entries.delete(key);
+        this.forgotten.push(key);
+      }
     }
     return updates;
   }

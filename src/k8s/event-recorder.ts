@@ -92,9 +92,21 @@ export class EventRecorder {
     this.queue = this.queue.then(work).catch((err: unknown) => this.options.onNotice?.(`cannot write an Event: ${String(err)}`));
   }
 
+  /** Events written whose series may still be updated. */
+  get tracked(): number {
+    return this.written.size;
+  }
+
   private flushSeries(at = this.now()): void {
     for (const update of this.limiter.due(at)) {
       this.enqueue(() => this.updateSeries(update.key, update.count, update.lastObservedAt));
+    }
+    // An Event whose series is over is never written again: forget it, after its last write (queued before).
+    const forgotten = this.limiter.takeForgotten();
+    if (forgotten.length > 0) {
+      this.enqueue(async () => {
+        for (const key of forgotten) this.written.delete(key);
+      });
     }
   }
 

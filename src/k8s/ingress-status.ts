@@ -82,6 +82,11 @@ export class IngressStatusWriter {
   private stopped = false;
   writes = 0;
 
+  /** Writes still awaiting their echo through the watch. */
+  get awaitingEcho(): number {
+    return this.pending.size;
+  }
+
   constructor(api: KubeApi, options: IngressStatusOptions) {
     this.api = api;
     this.options = options;
@@ -93,7 +98,10 @@ export class IngressStatusWriter {
       for (const key of [...this.ingresses.keys()]) if (key.startsWith(`${change.resource}\u0000`)) this.ingresses.delete(key);
       for (const object of change.objects) this.track(change.resource, object);
     } else if (change.type === 'upsert') this.track(change.resource, change.object);
-    else this.ingresses.delete(`${change.resource}\u0000${objectKey(change.object)}`);
+    else {
+      this.ingresses.delete(`${change.resource}\u0000${objectKey(change.object)}`);
+      this.pending.delete(objectKey(change.object));
+    }
     this.kick();
   }
 
@@ -150,7 +158,12 @@ export class IngressStatusWriter {
       if (objectKeys.has(target)) continue;
       objectKeys.add(target);
       const mark = `${ingress.resourceVersion}\u0000${wanted}`;
-      if (sameAddresses(ingress.current, desired) || this.pending.get(target) === mark) continue;
+      if (sameAddresses(ingress.current, desired)) {
+        // The echo arrived.
+        this.pending.delete(target);
+        continue;
+      }
+      if (this.pending.get(target) === mark) continue;
       if (this.stopped || !this.leader) return;
       const result = await this.api.request(
         'PATCH',
@@ -165,6 +178,8 @@ export class IngressStatusWriter {
         this.options.onNotice?.(`cannot update the status of Ingress ${target}: ${result.message}`);
       }
     }
+    // Forget writes whose Ingress is gone: only writes awaiting their echo are kept.
+    for (const target of [...this.pending.keys()]) if (!objectKeys.has(target)) this.pending.delete(target);
     if (failed && !this.stopped) {
       clearTimeout(this.retry);
       this.retry = setTimeout(() => this.kick(), this.options.retryMs ?? 5_000);

@@ -46,7 +46,11 @@ export class Store implements ResourceView {
   private readonly indexBy: readonly string[];
   private readonly strip: readonly string[];
   private sorted: readonly KubeObject[] | undefined;
-  /** get() results per index key, sorted and sealed; dropped when the bucket changes. */
+  /**
+   * get() results per index key, sorted and sealed; dropped when the bucket changes.
+   * Only keys with a bucket are kept: templates look up keys that name nothing (a
+   * Service without slices), and a miss is one map lookup anyway.
+   */
   private readonly sortedBuckets = new Map<string, readonly KubeObject[]>();
 
   constructor(name: string, options: StoreOptions = {}) {
@@ -93,10 +97,16 @@ export class Store implements ResourceView {
     let sorted = this.sortedBuckets.get(key);
     if (sorted === undefined) {
       const hits = this.index.get(key);
-      sorted = hits ? sealList(sortedValues(hits)) : EMPTY;
+      if (!hits) return EMPTY;
+      sorted = sealList(sortedValues(hits));
       this.sortedBuckets.set(key, sorted);
     }
     return sorted;
+  }
+
+  /** Sorted lookup results kept, for tests: never more than the index keys in use. */
+  get cachedLookups(): number {
+    return this.sortedBuckets.size;
   }
 
   first(...keys: string[]): KubeObject | undefined {

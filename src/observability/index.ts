@@ -109,6 +109,7 @@ export async function startObservability(options: ObservabilityOptions): Promise
     trackResources: observer.trackResources,
     setControllerConfig: observer.setControllerConfig,
     setLeader: observer.setLeader,
+    setEndpoints: observer.setEndpoints,
     scrub: observer.scrub,
     metrics: observer.metrics,
     debug: observer.debug,

@@ -104,6 +104,8 @@ function createMetrics(registry: Registry, sources: MetricsSources) {
 export class ControllerMetrics {
   readonly registry = new Registry();
   private readonly m: ReturnType<typeof createMetrics>;
+  /** Endpoint label values in use. */
+  private readonly endpoints = new Set<string>();
 
   constructor(sources: MetricsSources, options: { defaultMetrics?: boolean } = {}) {
     this.m = createMetrics(this.registry, sources);
@@ -122,6 +124,26 @@ export class ControllerMetrics {
     // Declared so that dashboards can show every outcome at zero.
     for (const outcome of OUTCOMES) this.m.reconcileDuration.zero({ outcome });
     if (options.defaultMetrics !== false) collectDefaultMetrics({ register: this.registry });
+  }
+
+  /**
+   * The HAProxy instances there are now: the per-endpoint series of those that left
+   * are removed, so that pods long gone do not stay in every scrape.
+   */
+  retainEndpoints(current: Iterable<string>): void {
+    const keep = new Set(current);
+    for (const endpoint of [...this.endpoints]) {
+      if (keep.has(endpoint)) continue;
+      this.endpoints.delete(endpoint);
+      for (const result of ['ok', 'failed']) this.m.instanceDeploys.remove({ endpoint, result });
+      for (const mode of ['reload', 'runtime', 'none']) this.m.instanceUpdates.remove({ endpoint, mode });
+      this.m.runtimeOps.remove({ endpoint });
+    }
+  }
+
+  /** Endpoints with series of their own. */
+  get endpointCount(): number {
+    return this.endpoints.size;
   }
 
   setLeader(leader: boolean): void {
@@ -178,6 +200,7 @@ export class ControllerMetrics {
       case 'InstanceDeployFailed': {
         const { result } = event;
         const endpoint = result.endpoint.id;
+        this.endpoints.add(endpoint);
         m.instanceDeploys.inc({ endpoint, result: result.ok ? 'ok' : 'failed' });
         m.instanceDuration.observe({ result: result.ok ? 'ok' : 'failed' }, seconds(result.durationMs));
         if (result.ok) m.instanceUpdates.inc({ endpoint, mode: result.reloaded ? 'reload' : result.runtimeOps > 0 ? 'runtime' : 'none' });

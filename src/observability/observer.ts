@@ -1,7 +1,7 @@
 import type { Tracer } from '@opentelemetry/api';
 import type { MonoTypeOperatorFunction } from 'rxjs';
 import type { ControllerConfig } from '../config/controller-config.ts';
-import type { ControllerEvent } from '../events.ts';
+import type { ControllerEvent, Endpoint } from '../events.ts';
 import type { ResourceChange } from '../k8s/resource.ts';
 import { DebugState } from './debug-state.ts';
 import { logLine } from './event-log.ts';
@@ -35,6 +35,8 @@ export interface Observer {
   /** The controller configuration the running graph was built from (shown, redacted, in /debug/vars). */
   setControllerConfig(config: ControllerConfig): void;
   setLeader(leader: boolean): void;
+  /** The HAProxy instances discovered now; metrics forget the series of those that left. */
+  setEndpoints(endpoints: readonly Endpoint[]): void;
   /** Blanks the values of watched Secrets out of a text bound for a log (e.g. a target's own output). */
   scrub(text: string): string;
   readonly metrics: ControllerMetrics;
@@ -58,7 +60,7 @@ export interface Observer {
 export function createObserver(options: ObserverOptions): Observer {
   const { log } = options;
   const now = options.now ?? Date.now;
-  const scrubber = new SecretScrubber();
+  const scrubber = new SecretScrubber({ onLimit: (message) => log.warn(message) });
   const scrub = (text: string) => scrubber.scrub(text);
   const resources = new ResourceCounter(scrubber);
   const lifecycle = new ReconcileLifecycle();
@@ -123,6 +125,7 @@ export function createObserver(options: ObserverOptions): Observer {
       metrics.setLeader(leader);
       debug.setLeader(leader);
     },
+    setEndpoints: (endpoints) => metrics.retainEndpoints(endpoints.map((e) => e.id)),
     scrub,
     metrics,
     debug,

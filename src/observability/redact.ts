@@ -61,26 +61,96 @@ export function safeAddress(address: string): string {
 const MIN_SECRET = 8;
 const MAX_SECRETS = 20_000;
 
+export interface SecretScrubberOptions {
+  /** At most this many values are held (each is searched for in every text); default 20,000. */
+  maxValues?: number;
+  /** Told once each time the limit is first reached: values beyond it are not blanked out. */
+  onLimit?: (message: string) => void;
+}
+
 /**
  * Remembers the values of the Secrets the controller watches and blanks them out of
  * any text bound for a log, a trace or debug output. A second line of defence: the
  * first is that those outputs never carry object contents.
+ *
+ * Values are held per Secret (its owner: the watched set and the object's key), so a
+ * Secret that changes or goes away takes its old values with it; what is held is
+ * what the watched Secrets hold now, not everything they ever held.
  */
 export class SecretScrubber {
-  private readonly values = new Set<string>();
+  /** Value → how many owners hold it. */
+  private readonly values = new Map<string, number>();
+  /** Owner → its values, and the generation (graph) that last taught them. */
+  private readonly owners = new Map<string, { values: readonly string[]; generation: number }>();
+  private readonly max: number;
+  private readonly onLimit: ((message: string) => void) | undefined;
+  private generation = 0;
+  private atLimit = false;
+  /** Values left out because the limit was reached, since it was last reported. */
+  skipped = 0;
 
-  /** Learns the values of a Secret (data, base64, and stringData). Other kinds are ignored. */
-  learn(object: KubeObject): void {
+  constructor(options: SecretScrubberOptions = {}) {
+    this.max = options.maxValues ?? MAX_SECRETS;
+    this.onLimit = options.onLimit;
+  }
+
+  /**
+   * Learns the values of a Secret (data, base64, and stringData), replacing what
+   * `owner` held before; other kinds are ignored. The owner defaults to the object's
+   * namespace/name.
+   */
+  learn(object: KubeObject, owner = `${object.metadata.namespace ?? ''}/${object.metadata.name}`): void {
     if (object.kind !== 'Secret') return;
+    const found = new Set<string>();
     for (const field of ['data', 'stringData'] as const) {
       const entries = object[field];
       if (entries === null || typeof entries !== 'object') continue;
       for (const raw of Object.values(entries as Record<string, unknown>)) {
         if (typeof raw !== 'string') continue;
-        this.add(raw);
-        if (field === 'data') this.add(Buffer.from(raw, 'base64').toString('utf8'));
+        valuesOf(raw, found);
+        if (field === 'data') valuesOf(Buffer.from(raw, 'base64').toString('utf8'), found);
       }
     }
+    const previous = this.owners.get(owner);
+    if (previous) this.release(previous.values);
+    const held: string[] = [];
+    for (const value of found) {
+      const count = this.values.get(value);
+      if (count === undefined && this.values.size >= this.max) {
+        this.skipped++;
+        continue;
+      }
+      this.values.set(value, (count ?? 0) + 1);
+      held.push(value);
+    }
+    this.owners.set(owner, { values: held, generation: this.generation });
+    if (this.skipped > 0 && !this.atLimit) {
+      this.atLimit = true;
+      this.onLimit?.(`the Secret scrubber holds its limit of ${this.max} values: values of further watched Secrets are not blanked out of logs and traces`);
+    } else if (this.values.size < this.max) this.atLimit = false;
+  }
+
+  /** Forgets what an owner held (its Secret was deleted, or left the watched set). */
+  forget(owner: string): void {
+    const previous = this.owners.get(owner);
+    if (!previous) return;
+    this.owners.delete(owner);
+    this.release(previous.values);
+  }
+
+  /** Owners whose key starts with `prefix` (e.g. one watched set's). */
+  ownersWith(prefix: string): string[] {
+    return [...this.owners.keys()].filter((o) => o.startsWith(prefix));
+  }
+
+  /**
+   * A new graph starts and teaches its Secrets again: what the previous graph taught
+   * and the new one does not by the next call (a set the new configuration dropped)
+   * is forgotten then.
+   */
+  retire(): void {
+    for (const [owner, entry] of [...this.owners]) if (entry.generation < this.generation) this.forget(owner);
+    this.generation++;
   }
 
   get size(): number {
@@ -90,7 +160,7 @@ export class SecretScrubber {
   scrub(text: string): string {
     if (this.values.size === 0 || text.length < MIN_SECRET) return text;
     let out = text;
-    for (const value of this.values) if (out.includes(value)) out = out.replaceAll(value, REDACTED);
+    for (const value of this.values.keys()) if (out.includes(value)) out = out.replaceAll(value, REDACTED);
     return out;
   }
 
@@ -100,12 +170,24 @@ export class SecretScrubber {
     return JSON.parse(JSON.stringify(value, (_k, v: unknown) => (typeof v === 'string' ? this.scrub(v) : v))) as T;
   }
 
-  private add(value: string): void {
-    if (this.values.size >= MAX_SECRETS) return;
-    // Certificates are public, and showing them helps; a key beside them is still learned.
-    const trimmed = value.replace(PEM_CERT, '\n').trim();
-    if (trimmed.length >= MIN_SECRET) this.values.add(trimmed);
-    // A line of a multi-line secret (a PEM body) can turn up on its own in a message.
-    if (trimmed.includes('\n')) for (const line of trimmed.split('\n')) if (line.trim().length >= 16 && !line.startsWith('-----')) this.values.add(line.trim());
+  private release(values: readonly string[]): void {
+    for (const value of values) {
+      const count = (this.values.get(value) ?? 1) - 1;
+      if (count <= 0) this.values.delete(value);
+      else this.values.set(value, count);
+    }
+    if (this.values.size < this.max) {
+      this.atLimit = false;
+      this.skipped = 0;
+    }
   }
+}
+
+/** The values worth blanking out of one Secret field. */
+function valuesOf(value: string, into: Set<string>): void {
+  // Certificates are public, and showing them helps; a key beside them is still learned.
+  const trimmed = value.replace(PEM_CERT, '\n').trim();
+  if (trimmed.length >= MIN_SECRET) into.add(trimmed);
+  // A line of a multi-line secret (a PEM body) can turn up on its own in a message.
+  if (trimmed.includes('\n')) for (const line of trimmed.split('\n')) if (line.trim().length >= 16 && !line.startsWith('-----')) into.add(line.trim());
 }

@@ -83,6 +83,21 @@ describe('EventRecorder', () => {
     assert.equal(double.requestsFor('events', { method: 'POST' }).length, 3);
   });
 
+  it('forgets each Event once its aggregation window is over, however many distinct Events were written', async () => {
+    const r = start({ burst: 1_000, aggregateWindowMs: 200, seriesFlushMs: 50 });
+    for (let i = 0; i < 300; i++) r.record(warning(`failure ${i}`));
+    r.record(warning('failure 0'));
+    await r.idle();
+    assert.equal(events().length, 300);
+    assert.equal(r.tracked, 300);
+    await until('the windows over and the series written', () => r.tracked === 0, 3_000);
+    assert.equal(events().find((e) => e.note === 'failure 0')!.series?.count, 2, 'the repeat was written before the Event was forgotten');
+    // After the window the same failure is a new Event.
+    r.record(warning('failure 0'));
+    await r.idle();
+    assert.equal(events().length, 301);
+  });
+
   it('reports a refused write without throwing', async () => {
     const notices: string[] = [];
     const r = start({}, notices);

@@ -21,6 +21,18 @@ describe('Store', () => {
     assert.deepEqual(keys(a), keys(b));
   });
 
+  it('keeps no cache entry for lookups that find nothing, nor for buckets whose objects are gone', () => {
+    const store = new Store('slices', { indexBy: ['$.metadata.namespace', '$.metadata.labels["kubernetes.io/service-name"]'] });
+    store.apply({ type: 'upsert', resource: 'slices', object: slice('web-1', 'web') });
+    for (let i = 0; i < 10_000; i++) assert.deepEqual(store.get('default', `missing-${i}`), []);
+    assert.equal(store.cachedLookups, 0);
+    assert.equal(store.get('default', 'web').length, 1);
+    assert.equal(store.cachedLookups, 1);
+    store.apply({ type: 'delete', resource: 'slices', object: slice('web-1', 'web') });
+    assert.deepEqual(store.get('default', 'web'), []);
+    assert.equal(store.cachedLookups, 0);
+  });
+
   it('finds objects by every prefix of the configured JSONPath index keys', () => {
     const store = new Store('slices', { indexBy: ['$.metadata.namespace', '$.metadata.labels["kubernetes.io/service-name"]'] });
     for (const o of [slice('web-1', 'web'), slice('web-2', 'web'), slice('api-1', 'api'), slice('web-1', 'web', '1', 'other')]) {

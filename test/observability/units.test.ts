@@ -7,7 +7,11 @@ import type { ControllerEvent, Deployment, Reconcile } from '../../src/events.ts
 import { logLine } from '../../src/observability/event-log.ts';
 import { startObservability } from '../../src/observability/index.ts';
 import { ReconcileLifecycle } from '../../src/observability/lifecycle.ts';
+import { ControllerMetrics } from '../../src/observability/metrics.ts';
+import { from, lastValueFrom, toArray } from 'rxjs';
+import type { ResourceChange } from '../../src/k8s/resource.ts';
 import { SecretScrubber, redactFields, redactHaproxyConfig, redactPem, safeAddress } from '../../src/observability/redact.ts';
+import { ResourceCounter } from '../../src/observability/resources.ts';
 import { resourceAttributes, tracingFromEnv } from '../../src/observability/tracing.ts';
 import { printable } from '../../src/printable.ts';
 import { sealRendered } from '../../src/templating/rendered.ts';
@@ -56,6 +60,56 @@ describe('redaction', () => {
     assert.equal(scrubber.scrub(CERT), CERT);
     assert.equal(scrubber.scrub('line: AwEHoUQDQgAEbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb'), 'line: [redacted]', 'one line of a key on its own');
     assert.deepEqual(scrubber.scrubDeep({ a: ['x hunter2-hunter2'] }), { a: ['x [redacted]'] });
+  });
+
+  it('holds what the watched Secrets hold now: a changed or deleted Secret takes its old values along, a shared value stays', () => {
+    const scrubber = new SecretScrubber();
+    const secret = (name: string, password: string) => ({ kind: 'Secret', metadata: { name, namespace: 'apps' }, stringData: { password } });
+    scrubber.learn(secret('a', 'first-password'));
+    scrubber.learn(secret('b', 'shared-password'));
+    scrubber.learn(secret('c', 'shared-password'));
+    assert.equal(scrubber.size, 2);
+    scrubber.learn(secret('a', 'second-password'));
+    assert.equal(scrubber.scrub('first-password second-password'), 'first-password [redacted]', 'a rotated value is no longer held');
+    scrubber.forget('apps/b');
+    assert.equal(scrubber.scrub('shared-password'), '[redacted]', 'still held by c');
+    scrubber.forget('apps/c');
+    assert.equal(scrubber.size, 1);
+    for (let i = 0; i < 5_000; i++) {
+      scrubber.learn(secret(`churn-${i}`, `churning-password-${i}`));
+      scrubber.forget(`apps/churn-${i}`);
+    }
+    assert.equal(scrubber.size, 1, 'churn leaves nothing behind');
+  });
+
+  it('says so when it reaches its limit, instead of silently learning nothing more, and learns again once there is room', () => {
+    const notices: string[] = [];
+    const scrubber = new SecretScrubber({ maxValues: 3, onLimit: (m) => notices.push(m) });
+    const secret = (name: string, password: string) => ({ kind: 'Secret', metadata: { name, namespace: 'apps' }, stringData: { password } });
+    for (let i = 0; i < 5; i++) scrubber.learn(secret(`s${i}`, `password-number-${i}`));
+    assert.equal(scrubber.size, 3);
+    assert.equal(notices.length, 1);
+    assert.match(notices[0]!, /limit of 3 values/);
+    scrubber.forget('apps/s0');
+    scrubber.learn(secret('s4', 'password-number-4'));
+    assert.equal(scrubber.scrub('password-number-4'), '[redacted]');
+  });
+
+  it('forgets, through the resource counter, Secrets deleted or dropped by a relist, and those of a set a new graph no longer watches', async () => {
+    const scrubber = new SecretScrubber();
+    const counter = new ResourceCounter(scrubber);
+    const secret = (name: string, password: string) => ({ kind: 'Secret', metadata: { name, namespace: 'apps' }, stringData: { password } });
+    const run = (changes: ResourceChange[]) => lastValueFrom(from(changes).pipe(counter.track(), toArray()));
+    await run([
+      { type: 'replace', resource: 'secrets', objects: [secret('a', 'password-a-value'), secret('b', 'password-b-value')] },
+      { type: 'replace', resource: 'old', objects: [secret('x', 'password-x-value')] },
+      { type: 'delete', resource: 'secrets', object: secret('a', '') },
+      { type: 'replace', resource: 'secrets', objects: [secret('c', 'password-c-value')] },
+    ]);
+    assert.equal(scrubber.scrub('password-a-value password-b-value password-c-value password-x-value'), 'password-a-value password-b-value [redacted] [redacted]');
+    await run([{ type: 'replace', resource: 'secrets', objects: [secret('c', 'password-c-value')] }]);
+    await run([]);
+    assert.equal(scrubber.scrub('password-c-value password-x-value'), '[redacted] password-x-value', 'the set the later graphs do not watch is forgotten');
   });
 });
 
@@ -165,6 +219,25 @@ describe('lifecycle', () => {
     // A completion of the old graph's deployment no longer belongs to anything.
     assert.deepEqual(apply({ type: 'DeploymentCompleted', deployment: deployment(1, 1), results: [], durationMs: 1 }).ended, []);
     assert.deepEqual(life.reconciles.map((r) => r.key), ['2/1']);
+  });
+});
+
+describe('metrics of HAProxy instances that left', () => {
+  it('removes the per-endpoint series of endpoints no longer discovered, and keeps the others', async () => {
+    const metrics = new ControllerMetrics({ lifecycle: new ReconcileLifecycle(), resourceCounts: () => new Map(), now: () => 0 }, { defaultMetrics: false });
+    const config = sealRendered({ main: 'x', maps: {}, files: {}, certs: {} });
+    const deployment = { reconcile: { seq: 1, at: 0, cause: { reason: 'resources', changes: [] } }, config, endpoints: [], reason: 'change', queuedAt: 0, startedAt: 0, id: 1 } as Deployment;
+    const deployed = (id: string, ok: boolean): ControllerEvent =>
+      ok
+        ? { type: 'InstanceDeployed', deployment, result: { endpoint: { id, address: 'x' }, ok, reloaded: false, runtimeOps: 2, durationMs: 1 } }
+        : { type: 'InstanceDeployFailed', deployment, result: { endpoint: { id, address: 'x' }, ok, reloaded: false, runtimeOps: 0, durationMs: 1, error: 'e' } };
+    const life = new ReconcileLifecycle();
+    for (let i = 0; i < 200; i++) for (const ok of [true, false]) metrics.record(deployed(`haproxy-${i}`, ok), life.apply(deployed(`haproxy-${i}`, ok), 0));
+    const series = async () => (await metrics.registry.metrics()).split('\n').filter((l) => /^haprx_(instance_deploys|instance_updates|runtime_operations)_total\{/.test(l));
+    assert.equal((await series()).length, 200 * 4);
+    metrics.retainEndpoints(['haproxy-7', 'haproxy-new']);
+    assert.deepEqual((await series()).map((l) => /endpoint="([^"]+)"/.exec(l)![1]), ['haproxy-7', 'haproxy-7', 'haproxy-7', 'haproxy-7']);
+    assert.equal(metrics.endpointCount, 1);
   });
 });
 
