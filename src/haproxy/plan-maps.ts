@@ -5,13 +5,21 @@ import type { MapEntry } from './map-file.ts';
 import type { RuntimeOp } from './plan-types.ts';
 
 /** Map converters and the map-editing actions; their first argument names the map file. */
-const MAP_USE = /(?<![\w-])(?:set-map|del-map|map(?:_\w+)?)\(\s*([^,)\s]+)/g;
+const MAP_USE = /(?<![\w-])(set-map|del-map|map(?:_\w+)?)\(\s*([^,)\s]+)/g;
+/**
+ * Converters whose lookups haproxy indexes in a tree: exact strings, and the longest
+ * matching prefix for `beg` (case-sensitive, as converters are) and for IP networks.
+ * Where a map is read only through these, the order of its entries decides nothing.
+ */
+const TREE_INDEXED = new Set(['map', 'map_str', 'map_beg', 'map_ip']);
 
 export interface MapReferences {
   /** The distinct spellings the configuration loads the file under as a map. */
   refs: string[];
   /** Where the file is referenced some other way (e.g. `-f`), which runtime updates do not cover. */
   other: string[];
+  /** Every lookup is tree-indexed: an entry added at the end matches as it would in its place in the file. */
+  orderFree: boolean;
 }
 
 /**
@@ -25,21 +33,23 @@ export function mapReferences(config: HaproxyConfig, name: string): MapReference
   const isOurs = (path: string) => path === suffix || path.endsWith(`/${suffix}`);
   const refs = new Set<string>();
   const other = new Set<string>();
+  let orderFree = true;
   for (const section of config.sections) {
     for (const line of section.lines) {
       for (const word of line.args) {
         if (!word.includes(suffix)) continue;
         let rest = word;
         for (const m of word.matchAll(MAP_USE)) {
-          if (!isOurs(m[1]!)) continue;
-          refs.add(m[1]!);
+          if (!isOurs(m[2]!)) continue;
+          refs.add(m[2]!);
+          if (!TREE_INDEXED.has(m[1]!)) orderFree = false;
           rest = rest.replace(m[0], '');
         }
         if (rest.includes(suffix)) other.add(line.text);
       }
     }
   }
-  return { refs: [...refs].sort(), other: [...other] };
+  return { refs: [...refs].sort(), other: [...other], orderFree };
 }
 
 const sameEntries = (a: MapEntry[], b: MapEntry[]) =>
@@ -54,7 +64,8 @@ export interface MapPlan {
 
 /**
  * Entry operations when they keep haproxy's order equal to the file's (an
- * added entry always lands last, `set` keeps its place); otherwise one atomic
+ * added entry always lands last, `set` keeps its place), or when the order
+ * decides nothing (every lookup is tree-indexed); otherwise one atomic
  * replacement. Duplicate keys always take the replacement: `set` and `del`
  * act on every entry with the key.
  */
@@ -62,7 +73,7 @@ export function planMap(name: string, before: string, after: string, config: Hap
   const old = parseMapFile(before);
   const next = parseMapFile(after);
   if (sameEntries(old, next)) return { reasons: [], ops: [] };
-  const { refs, other } = mapReferences(config, name);
+  const { refs, other, orderFree } = mapReferences(config, name);
   const fail = (reason: string): MapPlan => ({ reasons: [`map ${name} changed, but ${reason}`], ops: [] });
   if (other.length > 0) return fail(`it is also loaded other than as a map (line "${other[0]}")`);
   // Not loaded by haproxy at all: writing the file is all there is to do.
@@ -70,7 +81,7 @@ export function planMap(name: string, before: string, after: string, config: Hap
   if (refs.length > 1) return fail(`haproxy loads it as several maps (${refs.join(', ')})`);
   const target = { map: name, ref: refs[0]! };
 
-  const perEntry = entryOps(old, next);
+  const perEntry = entryOps(old, next, orderFree);
   if (perEntry) return { reasons: [], ops: perEntry.map((op) => ({ ...target, ...op })) };
   const empty = next.find((e) => e.value === '');
   if (empty) return fail(`line ${empty.line} (key "${empty.key}") has no value, which the runtime API cannot set`);
@@ -79,15 +90,17 @@ export function planMap(name: string, before: string, after: string, config: Hap
 
 type EntryOp = { kind: 'map-add'; key: string; value: string } | { kind: 'map-set'; key: string; value: string } | { kind: 'map-del'; key: string };
 
-function entryOps(old: MapEntry[], next: MapEntry[]): EntryOp[] | undefined {
+function entryOps(old: MapEntry[], next: MapEntry[], orderFree: boolean): EntryOp[] | undefined {
   if (hasDuplicates(old) || hasDuplicates(next)) return undefined;
   const oldValues = new Map(old.map((e) => [e.key, e.value]));
   const nextKeys = new Set(next.map((e) => e.key));
-  const keptOld = old.filter((e) => nextKeys.has(e.key)).map((e) => e.key);
-  const keptNext = next.filter((e) => oldValues.has(e.key)).map((e) => e.key);
-  if (keptOld.some((k, i) => k !== keptNext[i])) return undefined;
-  const lastKept = next.findLastIndex((e) => oldValues.has(e.key));
-  if (lastKept > 0 && next.slice(0, lastKept).some((e) => !oldValues.has(e.key))) return undefined;
+  if (!orderFree) {
+    const keptOld = old.filter((e) => nextKeys.has(e.key)).map((e) => e.key);
+    const keptNext = next.filter((e) => oldValues.has(e.key)).map((e) => e.key);
+    if (keptOld.some((k, i) => k !== keptNext[i])) return undefined;
+    const lastKept = next.findLastIndex((e) => oldValues.has(e.key));
+    if (lastKept > 0 && next.slice(0, lastKept).some((e) => !oldValues.has(e.key))) return undefined;
+  }
 
   const ops: EntryOp[] = [];
   for (const e of old) if (!nextKeys.has(e.key)) ops.push({ kind: 'map-del', key: e.key });

@@ -383,20 +383,33 @@ describe('planDeployment: maps', () => {
     ]);
   });
 
-  it('replaces the whole map when entries are reordered', () => {
+  // haproxy indexes exact (map, map_str), prefix (map_beg) and network (map_ip) lookups in
+  // a tree: the longest match wins wherever the entry sits, so an added entry may go last.
+  it('adds a key inserted before existing ones of a map read only through tree-indexed lookups', () => {
+    const prev = rendered({ maps: map('a.example be_web\nb.example be_web\n') });
+    const next = rendered({ maps: map('a.example be_web\nnew.example be_web\nb.example be_web\n') });
+    assert.deepEqual(runtimeOps(planDeployment(prev, next)).map((op) => op.kind), ['map-add']);
+  });
+
+  it('needs nothing at runtime when such a map is only reordered', () => {
     const prev = rendered({ maps: map('a.example be_web\nb.example be_web\n') });
     const next = rendered({ maps: map('b.example be_web\na.example be_web\n') });
-    const ops = runtimeOps(planDeployment(prev, next));
+    assert.deepEqual(planDeployment(prev, next), { kind: 'none' });
+  });
+
+  const ordered = (content: string) =>
+    rendered({ maps: { ...map('a.example be_web\n'), 'order.map': content }, extra: 'frontend fe2\n    bind 127.0.0.1:8081\n    http-request set-var(txn.r) path,map_reg(maps/order.map,none)' });
+
+  it('replaces the whole map when entries are reordered, where lookups go in file order (map_reg)', () => {
+    const ops = runtimeOps(planDeployment(ordered('^/a one\n^/b two\n'), ordered('^/b two\n^/a one\n')));
     assert.equal(ops.length, 1);
     const op = ops[0]!;
     assert.equal(op.kind, 'map-replace');
-    assert.deepEqual(op.kind === 'map-replace' && op.entries.map((e) => e.key), ['b.example', 'a.example']);
+    assert.deepEqual(op.kind === 'map-replace' && op.entries.map((e) => e.key), ['^/b', '^/a']);
   });
 
-  it('replaces the whole map when a key is inserted before existing ones', () => {
-    const prev = rendered({ maps: map('a.example be_web\nb.example be_web\n') });
-    const next = rendered({ maps: map('a.example be_web\nnew.example be_web\nb.example be_web\n') });
-    assert.deepEqual(runtimeOps(planDeployment(prev, next)).map((op) => op.kind), ['map-replace']);
+  it('replaces the whole map when a key is inserted before existing ones, where lookups go in file order', () => {
+    assert.deepEqual(runtimeOps(planDeployment(ordered('^/a one\n^/b two\n'), ordered('^/a one\n^/n new\n^/b two\n'))).map((op) => op.kind), ['map-replace']);
   });
 
   it('replaces the whole map when keys repeat', () => {
