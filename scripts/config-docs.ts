@@ -25,6 +25,7 @@ const MEANINGS: Record<string, string> = {
   'settings.minDeployInterval': 'deployments start at least this far apart',
   'settings.driftInterval': 'with nothing deployed for this long, redeploy the last configuration; `0` turns it off',
   'settings.deployTimeout': 'per instance; then its deployment is aborted and reported failed',
+  'settings.renderTimeout': 'a render still running after this is stopped (an endless loop in a template) and fails, naming the template; the last good configuration stays live',
   'settings.maxParallel': 'instances deployed to at once; `0` means all',
   'settings.haproxy': 'which pods are the HAProxy instances, and how to reach them',
   'settings.haproxy.podSelector': 'label selector of the HAProxy pods, applied by the API server',

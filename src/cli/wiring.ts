@@ -4,7 +4,7 @@ import type { ControllerEvent, Deployment, Endpoint, InstanceOutcome } from '../
 import type { Validator } from '../haproxy/validate.ts';
 import type { ResourceChange } from '../k8s/resource.ts';
 import type { ResourceView } from '../k8s/store.ts';
-import { renderTemplates } from '../templating/engine.ts';
+import { DEFAULT_RENDER_TIMEOUT_MS, renderTemplates } from '../templating/engine.ts';
 import type { RenderedConfig } from '../templating/rendered.ts';
 import { graph } from '../../streams/graph.ts';
 import type { ValidateOutcome } from '../../streams/validate.ts';
@@ -49,7 +49,7 @@ export function controllerGraph(loaded: LoadedConfig, io: ControllerIO): Observa
       render: ({ resources }) =>
         defer(() => {
           io.onRender?.({ loaded, values, resources });
-          return of(renderTemplates(templates, { resources: Object.fromEntries(resources), values }));
+          return of(renderTemplates(templates, { resources: Object.fromEntries(resources), values }, { timeoutMs: config.settings.renderTimeoutMs ?? DEFAULT_RENDER_TIMEOUT_MS }));
         }),
       validate: (rendered: RenderedConfig) =>
         fromAbortable((signal) => io.validator.validate(rendered, signal)).pipe(

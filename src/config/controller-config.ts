@@ -75,6 +75,8 @@ export const Settings = t.partial({
   minDeployInterval: Duration,
   driftInterval: Duration,
   deployTimeout: Duration,
+  /** A render still running after this is stopped; the last good configuration stays live. */
+  renderTimeout: Duration,
   /** Instances deployed to at once; 0 means all. */
   maxParallel: t.number,
   haproxy: HaproxySettings,
@@ -95,6 +97,8 @@ export interface ControllerConfig {
     minDeployIntervalMs: number;
     driftIntervalMs: number;
     deployTimeoutMs: number;
+    /** Optional so that graph settings built by hand need not carry it; renders default to 10 s. */
+    renderTimeoutMs?: number;
     maxParallel: number;
     /** Filled in by decodeControllerConfig; optional so that graph settings built by hand need not carry it. */
     haproxy?: HaproxyInstances;
@@ -114,6 +118,7 @@ export const DEFAULT_SETTINGS: ControllerConfig['settings'] = {
   minDeployIntervalMs: 2_000,
   driftIntervalMs: 60_000,
   deployTimeoutMs: 30_000,
+  renderTimeoutMs: 10_000,
   maxParallel: 0,
   haproxy: { podSelector: 'app.kubernetes.io/name=haproxy', dataplane: { port: 5555, scheme: 'http' } },
 };
@@ -139,6 +144,7 @@ export function decodeControllerConfig(input: unknown): DecodeResult<ControllerC
       if (!ref.path.startsWith('$')) errors.push({ path: `watch[${i}].referencedBy[${j}].path`, message: 'must be a JSONPath starting with $' });
     }
   }
+  if (settings.renderTimeout !== undefined && settings.renderTimeout < 1) errors.push({ path: 'settings.renderTimeout', message: 'must be at least 1ms: every render has a time limit' });
   if (settings.maxParallel !== undefined && !(Number.isInteger(settings.maxParallel) && settings.maxParallel >= 0)) {
     errors.push({ path: 'settings.maxParallel', message: 'must be a whole number, 0 or more (0 means all)' });
   }
@@ -164,6 +170,7 @@ export function decodeControllerConfig(input: unknown): DecodeResult<ControllerC
         minDeployIntervalMs: settings.minDeployInterval ?? DEFAULT_SETTINGS.minDeployIntervalMs,
         driftIntervalMs: settings.driftInterval ?? DEFAULT_SETTINGS.driftIntervalMs,
         deployTimeoutMs: settings.deployTimeout ?? DEFAULT_SETTINGS.deployTimeoutMs,
+        renderTimeoutMs: settings.renderTimeout ?? DEFAULT_SETTINGS.renderTimeoutMs!,
         maxParallel: settings.maxParallel ?? DEFAULT_SETTINGS.maxParallel,
         haproxy: {
           podSelector: haproxy.podSelector ?? defaults.podSelector,

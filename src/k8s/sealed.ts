@@ -1,36 +1,28 @@
+import { templateRealm } from '../templating/realm.ts';
+
 /**
  * Stored objects are sealed once, when they enter a store: a deep copy whose keys
- * are in code-unit order, frozen all the way down. Templates can then read them
- * directly (fast property access, no proxies) and still cannot change them, and
- * `Object.keys`, `for...in` and `JSON.stringify` give the same order whatever order
- * the API server or a YAML file wrote the keys in.
+ * are in code-unit order, frozen all the way down, made in the template realm
+ * (src/templating/realm.ts). Templates can then read them directly (fast property
+ * access, no proxies, no copy per render) and still cannot change them, nor reach
+ * the controller's own realm through them; and `Object.keys`, `for...in` and
+ * `JSON.stringify` give the same order whatever order the API server or a YAML
+ * file wrote the keys in. For the controller's code they are ordinary objects.
  */
-const sealedValues = new WeakSet<object>();
-
 export function seal<T>(value: T): T {
-  if (value === null || typeof value !== 'object' || sealedValues.has(value)) return value;
-  let copy: object;
-  if (Array.isArray(value)) {
-    copy = value.map((item: unknown) => seal(item));
-  } else {
-    const entries = Object.keys(value)
-      .sort((a, b) => (a < b ? -1 : a > b ? 1 : 0))
-      .map((key) => [key, seal((value as Record<string, unknown>)[key])] as const);
-    copy = Object.fromEntries(entries);
-  }
-  Object.freeze(copy);
-  sealedValues.add(copy);
-  return copy as T;
+  return templateRealm().seal(value);
 }
 
 /** Whether a value came out of seal(): immutable, with sorted keys. */
 export function isSealed(value: object): boolean {
-  return sealedValues.has(value);
+  return templateRealm().isSealed(value);
 }
 
-/** Freezes a list of sealed values (a fresh array) so templates cannot reorder it. */
+/**
+ * Freezes a list of sealed values (a fresh array) so that nothing reorders it. The
+ * list itself stays an array of the controller's realm; templates get a sealed
+ * copy of it (src/templating/readonly.ts), made once per list.
+ */
 export function sealList<T>(items: T[]): readonly T[] {
-  Object.freeze(items);
-  sealedValues.add(items);
-  return items;
+  return Object.freeze(items);
 }

@@ -1,3 +1,5 @@
+import { type TemplateAbort as RealmTemplateAbort, templateRealm } from './realm.ts';
+
 /**
  * Thrown by helpers, escapes and the render context to stop a render with a
  * message meant for the template author. ejs rewrites `message` to prepend its
@@ -6,18 +8,12 @@
  * `fatal` marks a fault of the templates themselves (an unknown snippet or
  * template, an include cycle, h.fail): it fails the render even inside
  * h.isolate, where other aborts only skip the object being rendered.
+ *
+ * The class belongs to the template realm (realm.ts): templates can catch it,
+ * and what they catch must lead nowhere out of the realm.
  */
-export class TemplateAbort extends Error {
-  readonly reason: string;
-  readonly fatal: boolean;
-
-  constructor(reason: string, fatal = false) {
-    super(reason);
-    this.name = 'TemplateAbort';
-    this.reason = reason;
-    this.fatal = fatal;
-  }
-}
+export type TemplateAbort = RealmTemplateAbort;
+export const TemplateAbort = templateRealm().TemplateAbort;
 
 /** Stops what is being rendered: the render, or inside h.isolate the object. */
 export function abort(reason: string): never {

@@ -65,8 +65,12 @@
  * Output is a function of the input alone: no clock, randomness or file
  * access is offered, keys iterate sorted and lists come sorted. A template
  * that reaches for Date or Math.random on its own loses that guarantee.
+ *
+ * Templates are compiled into, and run in, the template realm (realm.ts,
+ * compile.ts): only JavaScript's frozen built-ins and what is listed above, no
+ * Node.js modules, process, promises or code made from strings, and a time
+ * limit per render (RenderOptions.timeoutMs, settings.renderTimeout).
  */
-import ejs from 'ejs';
 import type { Options } from 'ejs';
 import type { RenderError } from '../events.ts';
 import type { ResourceView } from '../k8s/store.ts';
@@ -74,8 +78,10 @@ import { type AuxKind, AUX_KINDS, type RenderedConfig, auxPath, sealRendered } f
 import { abortRender, describeValue } from './abort.ts';
 import { auxText, haproxyWord, isFileName } from './escape.ts';
 import { type Helpers, type RenderSession, type RenderWarning, createHelpers } from './helpers.ts';
-import { type LocatableTemplate, asFault, diagnoseCompileError, faultFrom, locateThrow } from './locate.ts';
+import { ForbiddenConstruct, compileInRealm, rethrow } from './compile.ts';
+import { type LocatableTemplate, asFault, diagnoseCompileError, faultFrom, locateForbidden, locateThrow } from './locate.ts';
 import { compareCodeUnits, readOnly, resourceSets } from './readonly.ts';
+import { RenderTimeout, templateRealm } from './realm.ts';
 
 export interface TemplateSet {
   /** haproxy.cfg */
@@ -185,11 +191,16 @@ function compileOne(label: string, source: string, escape: Escape, errors: Rende
   const text = source.startsWith('\uFEFF') ? source.slice(1) : source;
   const options = compileOptions(label, escape);
   try {
-    // Called as a property of the ejs object, so the one compile per template can be observed.
-    const render = ejs.compile(text, options) as (context: Record<string, unknown>) => string;
+    const fn = compileInRealm(text, options);
+    const realm = templateRealm();
+    // What the compiled function is handed must be of the template realm too.
+    const escapeFn = realm.expose(escape);
+    const ejsInclude = realm.expose(() => abortRender('include() renders snippets of the template set only'));
+    const annotate = realm.expose(rethrow);
+    const render = (context: Record<string, unknown>) => fn(realm.record(Object.entries(context)), escapeFn, ejsInclude, annotate);
     return { label, text, options, render };
   } catch (thrown) {
-    errors.push(diagnoseCompileError({ label, text, options }, thrown));
+    errors.push(thrown instanceof ForbiddenConstruct ? locateForbidden({ label, text, options }, thrown.forbidden) : diagnoseCompileError({ label, text, options }, thrown));
     return undefined;
   }
 }
@@ -242,34 +253,60 @@ export function compileTemplates(set: TemplateSet): CompileResult {
   }
 }
 
+/** How long a render may take before it is stopped: the default of settings.renderTimeout. */
+export const DEFAULT_RENDER_TIMEOUT_MS = 10_000;
+
+export interface RenderOptions {
+  /** A render still running after this is stopped and fails, naming the template it was in. */
+  timeoutMs?: number;
+}
+
+/** Each compiled set's helpers as the template realm sees them: made once. */
+const realmHelpers = new WeakMap<CompiledTemplates, unknown>();
+
+function helpersInRealm(templates: CompiledTemplates): unknown {
+  let h = realmHelpers.get(templates);
+  if (!h) {
+    const realm = templateRealm();
+    h = Object.freeze(realm.record(Object.entries(templates.helpers).map(([name, value]) => [name, typeof value === 'function' ? realm.expose(value as (...a: never[]) => unknown) : realm.adopt(value)])));
+    realmHelpers.set(templates, h);
+  }
+  return h;
+}
+
 /**
- * Renders every template against the input. Never throws: whatever a template
- * does, the outcome is a RenderedConfig or the first RenderError, naming the
- * template (the snippet, when it failed in one) and the line.
+ * Renders every template against the input, in the template realm and within the
+ * time limit. Never throws: whatever a template does, the outcome is a
+ * RenderedConfig or the first RenderError, naming the template (the snippet, when
+ * it failed in one) and the line.
  */
-export function renderTemplates(templates: CompiledTemplates, input: RenderInput): RenderResult {
+export function renderTemplates(templates: CompiledTemplates, input: RenderInput, options: RenderOptions = {}): RenderResult {
   let current = 'haproxy.cfg';
+  const active: string[] = [];
   const session = sessions.get(templates);
+  const timeoutMs = options.timeoutMs ?? DEFAULT_RENDER_TIMEOUT_MS;
   try {
     const snippetEscape = snippetEscapes.get(templates);
     if (!snippetEscape || !session) return { ok: false, error: { template: current, message: 'templates must come from compileTemplates' } };
-    const active: string[] = [];
-    const units = unitsOf.get(templates)!;
-    const collected: RenderSession = {
-      warnings: new Map(),
-      certs: new Map(),
-      once: new Map(),
-      file: 'haproxy.cfg',
-      referencing: new Set(),
-      added: [],
-      locate: (thrown) => locateThrow(thrown, units, active.at(-1) ?? current),
-    };
-    session.current = collected;
-    const context: Record<string, unknown> = {
-      resources: resourceSets(input.resources),
-      values: readOnly(input.values),
-      h: templates.helpers,
-      include: (name: unknown, args?: unknown): string => {
+    const realm = templateRealm();
+    return realm.run(() => {
+      const units = unitsOf.get(templates)!;
+      const collected: RenderSession = {
+        warnings: new Map(),
+        certs: new Map(),
+        once: new Map(),
+        file: 'haproxy.cfg',
+        referencing: new Set(),
+        added: [],
+        locate: (thrown) => locateThrow(thrown, units, active.at(-1) ?? current),
+      };
+      session.current = collected;
+      const context: Record<string, unknown> = {
+        resources: resourceSets(input.resources),
+        values: readOnly(input.values),
+        h: helpersInRealm(templates),
+      };
+      context.include = realm.expose((name: unknown, args?: unknown): string => {
         if (typeof name !== 'string') return abortRender(`include() takes a snippet name, got ${describeValue(name)}`);
         const snippet = templates.snippets.get(name);
         if (!snippet) {
@@ -286,33 +323,35 @@ export function renderTemplates(templates: CompiledTemplates, input: RenderInput
         } finally {
           active.pop();
         }
-      },
-    };
-    const run = (unit: CompiledTemplate, escape: Escape): string => {
-      current = unit.label;
-      collected.file = unit.label;
-      snippetEscape.current = escape;
-      try {
-        return unit.render(context);
-      } catch (thrown) {
-        throw faultFrom(thrown, unit);
-      }
-    };
-    const main = run(templates.main, haproxyWord);
-    const aux = (kind: AuxKind) => {
-      const out: Record<string, string> = {};
-      for (const [name, unit] of templates[kind]) out[name] = run(unit, auxText);
-      return out;
-    };
-    const [maps, files, certs] = AUX_KINDS.map(aux) as [Record<string, string>, Record<string, string>, Record<string, string>];
-    // certFile() refuses template names, so the added files never replace a template's output.
-    for (const [name, content] of collected.certs) certs[name] = content;
-    const referencing = [...collected.referencing];
-    return { ok: true, config: sealRendered({ main, maps, files, certs, ...(referencing.length > 0 && { referencing }) }), warnings: [...collected.warnings.values()] };
+      });
+      const run = (unit: CompiledTemplate, escape: Escape): string => {
+        current = unit.label;
+        collected.file = unit.label;
+        snippetEscape.current = escape;
+        try {
+          return unit.render(context);
+        } catch (thrown) {
+          throw faultFrom(thrown, unit);
+        }
+      };
+      const main = run(templates.main, haproxyWord);
+      const aux = (kind: AuxKind) => {
+        const out: Record<string, string> = {};
+        for (const [name, unit] of templates[kind]) out[name] = run(unit, auxText);
+        return out;
+      };
+      const [maps, files, certs] = AUX_KINDS.map(aux) as [Record<string, string>, Record<string, string>, Record<string, string>];
+      // certFile() refuses template names, so the added files never replace a template's output.
+      for (const [name, content] of collected.certs) certs[name] = content;
+      const referencing = [...collected.referencing];
+      const result: RenderResult = { ok: true, config: sealRendered({ main, maps, files, certs, ...(referencing.length > 0 && { referencing }) }), warnings: [...collected.warnings.values()] };
+      return result;
+    }, timeoutMs);
   } catch (thrown) {
+    if (thrown instanceof RenderTimeout) return { ok: false, error: { template: active.at(-1) ?? current, message: thrown.message } };
     // run() and include() only let TemplateFaults out; anything else is a bad input or a bug here.
     const fault = asFault(thrown);
-    if (fault) return { ok: false, error: fault.fault };
+    if (fault) return { ok: false, error: { ...fault.fault } };
     return { ok: false, error: { template: current, message: `internal error while rendering: ${errorText(thrown)}` } };
   } finally {
     if (session) session.current = undefined;
@@ -333,7 +372,7 @@ function snippetLocals(args: unknown, context: Record<string, unknown>): Record<
 
 function errorText(thrown: unknown): string {
   try {
-    return thrown instanceof Error ? thrown.message : describeValue(thrown);
+    return templateRealm().isError(thrown) ? thrown.message : describeValue(thrown);
   } catch {
     return describeValue(thrown);
   }

@@ -3,6 +3,8 @@ import ejs from 'ejs';
 import type { Options } from 'ejs';
 import type { RenderError } from '../events.ts';
 import { TemplateAbort, describeValue } from './abort.ts';
+import { compileInRealm } from './compile.ts';
+import { type ObjectSkip as RealmObjectSkip, type TemplateFault as RealmTemplateFault, templateRealm } from './realm.ts';
 
 /**
  * Where a template failed.
@@ -21,33 +23,18 @@ import { TemplateAbort, describeValue } from './abort.ts';
  * ejs's own rewrite fail, and then only the template is known.
  */
 
-/** A failure already attributed to a template; passes unchanged through the templates that included it. */
-export class TemplateFault extends Error {
-  readonly fault: RenderError;
-  /** The templates are at fault (see atFault): h.isolate lets it through. */
-  readonly fatal: boolean;
-  /** The field an h.skip named. */
-  readonly field: string | undefined;
-
-  constructor(fault: RenderError, fatal = false, field?: string) {
-    super(fault.message);
-    this.name = 'TemplateFault';
-    this.fault = fault;
-    this.fatal = fatal;
-    this.field = field;
-  }
-}
+/**
+ * A failure already attributed to a template; passes unchanged through the
+ * templates that included it. Like TemplateAbort, a class of the template realm.
+ */
+export type TemplateFault = RealmTemplateFault;
+export const TemplateFault = templateRealm().TemplateFault;
 
 /** Thrown by h.skip: the object being rendered cannot be served; `field` says which of its fields is at fault. */
-export class ObjectSkip extends TemplateAbort {
-  readonly field: string | undefined;
+export type ObjectSkip = RealmObjectSkip;
+export const ObjectSkip = templateRealm().ObjectSkip;
 
-  constructor(reason: string, field?: string) {
-    super(reason);
-    this.name = 'ObjectSkip';
-    this.field = field;
-  }
-}
+const realm = templateRealm();
 
 /**
  * Whether a throw is a fault of the templates rather than of the object being
@@ -59,8 +46,8 @@ export class ObjectSkip extends TemplateAbort {
 export function atFault(thrown: unknown): boolean {
   try {
     if (thrown instanceof TemplateFault || thrown instanceof TemplateAbort) return thrown.fatal;
-    if (thrown instanceof ReferenceError) return true;
-    if (!(thrown instanceof TypeError)) return false;
+    if (realm.isError(thrown, 'ReferenceError')) return true;
+    if (!realm.isError(thrown, 'TypeError')) return false;
     const message = String(thrown.message);
     return FROZEN_WRITE.test(message) || /^h\.[A-Za-z_$][\w$]* is not a function/.test(message);
   } catch {
@@ -91,7 +78,7 @@ export function locateThrow(thrown: unknown, templates: ReadonlyMap<string, Loca
   try {
     if (thrown instanceof ObjectSkip) return { ...where, message: thrown.reason, fatal, ...(thrown.field !== undefined && { field: thrown.field }) };
     if (thrown instanceof TemplateAbort) return { ...where, message: thrown.reason, fatal };
-    if (thrown instanceof Error) return { ...where, message: errorMessage(thrown, String(thrown.message)), fatal };
+    if (realm.isError(thrown)) return { ...where, message: errorMessage(thrown, String(thrown.message)), fatal };
   } catch {
     // A hostile error object: fall through to its description.
   }
@@ -102,14 +89,14 @@ export function locateThrow(thrown: unknown, templates: ReadonlyMap<string, Loca
 function errorMessage(thrown: Error, original: string): string {
   const name = typeof thrown.name === 'string' && thrown.name !== 'Error' ? `${thrown.name}: ` : '';
   // Stored objects are frozen: say why the write failed and what to do instead.
-  const hint = thrown instanceof TypeError && FROZEN_WRITE.test(original) ? ` (${READ_ONLY_HINT})` : '';
+  const hint = realm.isError(thrown, 'TypeError') && FROZEN_WRITE.test(original) ? ` (${READ_ONLY_HINT})` : '';
   return `${name}${original}${hint}` || 'Error';
 }
 
 /** The template and exact line of the innermost stack frame in the code of one of the templates. */
 function innermostFrame(thrown: unknown, templates: ReadonlyMap<string, LocatableTemplate>): { template: string; line?: number } | undefined {
   try {
-    const stack: unknown = thrown instanceof Error ? thrown.stack : undefined;
+    const stack: unknown = realm.isError(thrown) ? thrown.stack : undefined;
     if (typeof stack !== 'string') return undefined;
     const frames = stack.indexOf('\n    at ');
     if (frames < 0) return undefined;
@@ -157,7 +144,7 @@ export function faultFrom(thrown: unknown, template: LocatableTemplate): Templat
     const annotated = readAnnotation(thrown, label);
     if (!annotated) return new TemplateFault({ template: label, message: NOT_ANNOTATABLE });
     const { original } = annotated;
-    if (!(thrown instanceof Error)) return new TemplateFault({ template: label, line: annotated.line, message: NOT_ANNOTATABLE });
+    if (!realm.isError(thrown)) return new TemplateFault({ template: label, line: annotated.line, message: NOT_ANNOTATABLE });
     const line = exactLine(thrown, template) ?? annotated.line;
     const fatal = atFault(thrown);
     if (thrown instanceof ObjectSkip) return new TemplateFault({ template: label, line, message: thrown.reason }, fatal, thrown.field);
@@ -219,10 +206,12 @@ function bodyOffset(options: Options): number | undefined {
   if (offsets.has(key)) return offsets.get(key);
   let offset: number | undefined;
   try {
-    const probe = new ejs.Template('<% throw new Error() %>', { ...options, filename: PROBE }).compile() as (data: object) => string;
-    probe({});
+    const probe = compileInRealm('<% throw new Error() %>', { ...options, filename: PROBE });
+    probe({}, (v: unknown) => v, undefined, (e: unknown) => {
+      throw e;
+    });
   } catch (e) {
-    const line = e instanceof Error && typeof e.stack === 'string' ? frameLine(e.stack, PROBE) : undefined;
+    const line = realm.isError(e) && typeof e.stack === 'string' ? frameLine(e.stack, PROBE) : undefined;
     // The probe's statement is the first generated line of its translation.
     offset = line;
   }
@@ -298,8 +287,19 @@ function templateLine(translation: Translation, generated: number): number | und
   return Math.min(at.line + (generated - at.generated), translation.templateLines);
 }
 
+/** The template line of a construct compile.ts refuses, found at a line of the function body. */
+export function locateForbidden(template: LocatableTemplate, forbidden: { line: number; message: string }): RenderError {
+  try {
+    const offset = bodyOffset(template.options);
+    const line = offset === undefined ? undefined : templateLine(translationOf(template), forbidden.line - offset);
+    return { template: template.label, ...(line !== undefined && { line }), message: forbidden.message };
+  } catch {
+    return { template: template.label, message: forbidden.message };
+  }
+}
+
 /**
- * ejs compiles with `new Function`, whose SyntaxError carries no position.
+ * A SyntaxError of the compiled function body carries no template position.
  * On failure the template is translated again and the code compiled by
  * node:vm inside the same prologue ejs uses (so that redeclaring a context
  * name fails here too); vm reports the generated line, which maps back to the
@@ -354,7 +354,7 @@ function syntaxError(code: string, filename: string): { line: number; message: s
 
 function firstLine(thrown: unknown): string {
   try {
-    const message = thrown instanceof Error ? thrown.message : String(thrown);
+    const message = realm.isError(thrown) ? thrown.message : String(thrown);
     // ejs appends " in <file> while compiling ejs" and advice that does not apply here.
     return message.split('\n')[0]?.replace(/ in \S+ while compiling ejs$/, '') ?? 'compile error';
   } catch {

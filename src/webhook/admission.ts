@@ -17,7 +17,8 @@
  * not grow with the number of Ingresses or routes.
  *
  * For the controller ConfigMap, the new configuration is decoded and its
- * templates compiled (not run).
+ * templates compiled, not run: the request may come from anyone who reaches the
+ * port, and the template realm bounds a render's time but not its memory.
  *
  * Nothing here does IO, runs haproxy or reads the cluster: a review is the render
  * (with its time limit) and a comparison of warnings.
@@ -143,8 +144,8 @@ export class Admission {
 
   /**
    * The controller ConfigMap: decoded and its templates compiled. Compiling turns a
-   * template into a function without running it; rendering a submitted template
-   * waits for a sandbox that keeps it from the process.
+   * template into a function without running it (and refuses import() and async
+   * code); running a submitted one could exhaust the controller's memory.
    */
   private reviewConfigMap(request: AdmissionRequest): Verdict {
     const { namespace, configMap } = this.options;
@@ -169,7 +170,7 @@ export class Admission {
       focused.apply({ type: 'synced', resource: set.name });
       resources.set(set.name, focused);
     }
-    return renderTemplates(basis.templates, { resources: Object.fromEntries(resources), values: basis.values });
+    return renderTemplates(basis.templates, { resources: Object.fromEntries(resources), values: basis.values }, { ...(basis.config.settings.renderTimeoutMs !== undefined && { timeoutMs: basis.config.settings.renderTimeoutMs }) });
   }
 
   /**

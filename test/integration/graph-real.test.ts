@@ -141,4 +141,28 @@ describe('controller with real templates, folder source and haproxy -c', () => {
     await waitFor('DeploymentCompleted', mark2);
     assert.match(deployed.at(-1)!.config.main, /bind 127\.0\.0\.1:18081/);
   });
+
+  it('stops a template that loops at its time limit, keeps the last good configuration live, and recovers once the cause is gone', async () => {
+    const mark = events.length;
+    // A template that loops forever when a Service named "spin" appears.
+    const looping = MAIN.replace('<% for (const svc of resources.services.list()) { -%>', "<% if (resources.services.list().some((s) => s.metadata.name === 'spin')) for (;;) {} -%>\n<% for (const svc of resources.services.list()) { -%>");
+    config$.next({ ...rawConfig(looping), settings: { ...rawConfig().settings, renderTimeout: '200ms' } });
+    await waitFor('ConfigAccepted', mark);
+    await waitFor('DeploymentCompleted', mark);
+    const live = deployed.length;
+
+    const mark2 = events.length;
+    await writeFile(join(dir, 'spin.yaml'), service('spin', 9004));
+    const failed = await waitFor('RenderFailed', mark2);
+    assert.equal(failed.error.template, 'haproxy.cfg');
+    assert.match(failed.error.message, /render time limit of 200 ms/);
+    await new Promise((r) => setTimeout(r, 500));
+    assert.equal(deployed.length, live, 'the last good configuration stays live');
+
+    const mark3 = events.length;
+    await rm(join(dir, 'spin.yaml'));
+    await writeFile(join(dir, 'after.yaml'), service('after', 9005));
+    await waitFor('DeploymentCompleted', mark3);
+    assert.match(deployed.at(-1)!.config.main, /server s9005/);
+  });
 });

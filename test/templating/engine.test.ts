@@ -1,14 +1,16 @@
 import assert from 'node:assert/strict';
 import { createHash } from 'node:crypto';
 import { describe, it, mock } from 'node:test';
-import ejs from 'ejs';
 import { Store } from '../../src/k8s/store.ts';
 import { type TemplateSet, compileTemplates, renderTemplates } from '../../src/templating/engine.ts';
+import { templateRealm } from '../../src/templating/realm.ts';
 import { compileErrors, compiled, haproxyWords, renderError, rendered, service, storeOf } from './support.ts';
 
 describe('compileTemplates', () => {
   it('compiles each template exactly once, however often the set is rendered', () => {
-    const compile = mock.method(ejs, 'compile');
+    // Every template is compiled into the template realm, once; the line probe of locate.ts is not a template.
+    const compile = mock.method(templateRealm(), 'compile');
+    const templatesCompiled = () => compile.mock.calls.filter((call) => call.arguments[2] !== 'haprx-line-probe');
     try {
       const templates = compiled({
         main: "<%- include('head') %>\n<%- include('backend', { name: 'b' }) %>\n",
@@ -17,13 +19,13 @@ describe('compileTemplates', () => {
         certs: { 'site.pem': 'pem' },
         snippets: { head: '# head', backend: 'backend <%= locals.name %>' },
       });
-      const labels = compile.mock.calls.map((call) => (call.arguments[1] as ejs.Options).filename).sort();
+      const labels = templatesCompiled().map((call) => call.arguments[2]).sort();
       assert.deepEqual(labels, ['general/503.http', 'haproxy.cfg', 'maps/hosts.map', 'snippets/backend', 'snippets/head', 'ssl/site.pem']);
       for (let i = 0; i < 5; i++) rendered(templates);
-      assert.equal(compile.mock.callCount(), 6, 'renders and includes compile nothing');
+      assert.equal(templatesCompiled().length, 6, 'renders and includes compile nothing');
       const failing = compiled({ main: '<%\n  h.fail("x");\n%>' });
       for (let i = 0; i < 3; i++) assert.equal(renderTemplates(failing, { resources: {}, values: {} }).ok, false);
-      assert.equal(compile.mock.callCount(), 7, 'locating a failure compiles nothing either');
+      assert.equal(templatesCompiled().length, 7, 'locating a failure compiles nothing either');
     } finally {
       compile.mock.restore();
     }
@@ -476,24 +478,19 @@ describe('render warnings and added certificate files', () => {
   });
 
   it('computes an h.once value once per render, shared by every template, and afresh in the next render', () => {
-    let computed = 0;
-    const model = () => {
-      computed++;
-      return { n: computed };
-    };
+    // Each template adds its name to the shared value: one value per render, seen by all of them in turn.
+    const visit = (who: string) => `<% const m = h.once('model', () => ({ seen: [] })); m.seen.push('${who}') %><%= m.seen.join('+') %>`;
     const templates = compiled({
-      main: "<%= h.once('model', values.model).n %>\n<%- include('again') %>",
-      maps: { 'a.map': "k <%= h.once('model', values.model).n %>\n" },
-      snippets: { again: "<%= h.once('model', values.model).n %>" },
+      main: `${visit('main')}\n<%- include('again') %>`,
+      maps: { 'a.map': `k ${visit('map')}\n` },
+      snippets: { again: visit('snippet') },
     });
-    const first = renderTemplates(templates, { resources: {}, values: { model } });
-    assert.ok(first.ok);
-    assert.equal(first.config.main, '1\n1');
-    assert.equal(first.config.maps['a.map'], 'k 1\n');
-    const second = renderTemplates(templates, { resources: {}, values: { model } });
-    assert.ok(second.ok);
-    assert.equal(second.config.main, '2\n2');
-    assert.equal(computed, 2);
+    for (let i = 0; i < 2; i++) {
+      const result = renderTemplates(templates, { resources: {}, values: {} });
+      assert.ok(result.ok, JSON.stringify(!result.ok && result.error));
+      assert.equal(result.config.main, 'main\nmain+snippet');
+      assert.equal(result.config.maps['a.map'], 'k main+snippet+map\n');
+    }
     const bad = renderTemplates(compiled({ main: "<% h.once('k', 3) %>" }), { resources: {}, values: {} });
     assert.ok(!bad.ok);
     assert.match(bad.error.message, /expected a function/);

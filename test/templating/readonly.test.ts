@@ -2,10 +2,16 @@ import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { TemplateAbort } from '../../src/templating/abort.ts';
 import { readOnly, resourceSets } from '../../src/templating/readonly.ts';
+import { templateRealm } from '../../src/templating/realm.ts';
 import { service, storeOf } from './support.ts';
 
 function aborts(fn: () => unknown, pattern: RegExp): void {
   assert.throws(fn, (e: unknown) => e instanceof TemplateAbort && pattern.test(e.reason));
+}
+
+/** Frozen data: a write throws a TypeError (of the realm the writing code runs in). */
+function refuses(fn: () => unknown): void {
+  assert.throws(fn, (e: unknown) => templateRealm().isError(e, 'TypeError'));
 }
 
 describe('readOnly', () => {
@@ -22,17 +28,25 @@ describe('readOnly', () => {
   it('refuses every kind of change, nested ones included', () => {
     const raw = { a: { b: [1, 2] } };
     const view = readOnly(raw);
-    aborts(() => {
+    refuses(() => {
       view.a.b.push(3);
-    }, /read-only/);
-    aborts(() => {
+    });
+    refuses(() => {
       (view.a as Record<string, unknown>).c = 1;
-    }, /read-only/);
-    aborts(() => delete (view as Partial<typeof view>).a, /read-only/);
-    aborts(() => Object.setPrototypeOf(view, null), /read-only/);
-    aborts(() => Object.preventExtensions(view), /read-only/);
-    aborts(() => Object.getOwnPropertyDescriptor(view, 'a')?.value.b.pop(), /read-only/);
+    });
+    refuses(() => delete (view as Partial<typeof view>).a);
+    refuses(() => Object.setPrototypeOf(view, null));
+    refuses(() => Object.getOwnPropertyDescriptor(view, 'a')?.value.b.pop());
+    assert.ok(Object.isFrozen(view) && Object.isFrozen(view.a.b));
     assert.deepEqual(raw, { a: { b: [1, 2] } });
+  });
+
+  it('copies into the template realm, so nothing in it leads back to the controller', () => {
+    const view = readOnly({ a: [{ b: 1 }] });
+    const realm = templateRealm();
+    for (const value of [view, view.a, view.a[0]]) assert.ok(realm.isRealmValue(value));
+    assert.notEqual(view.constructor, Object);
+    assert.throws(() => (view.constructor.constructor as FunctionConstructor)('return process'), /Code generation from strings disallowed/);
   });
 
   it('gives the same view for the same object, so identity comparisons hold', () => {
@@ -65,17 +79,17 @@ describe('resourceSets', () => {
     const view = sets.services;
     assert.ok(view);
     assert.deepEqual(
-      view.list().map((s) => s.metadata.name),
+      Array.from(view.list(), (s) => s.metadata.name),
       ['x', 'y'],
     );
     assert.equal(view.first('b', 'y')?.metadata.name, 'y');
-    assert.deepEqual(view.get('missing'), []);
+    assert.equal(view.get('missing').length, 0);
     assert.equal(view.size, 2);
     // Store lists and objects are frozen: a write fails, whether through a view or not.
-    assert.throws(() => (view.list() as unknown[]).sort(), TypeError);
-    assert.throws(() => {
+    refuses(() => (view.list() as unknown[]).sort());
+    refuses(() => {
       (view.list()[0]!.metadata as { name: string }).name = 'changed';
-    }, TypeError);
+    });
     assert.equal(view.list()[0]!.metadata.name, 'x');
   });
 
@@ -83,7 +97,7 @@ describe('resourceSets', () => {
     const sets = resourceSets({ services, ingresses: storeOf('ingresses', []) });
     aborts(() => sets.endpoints, /^unknown resource set "endpoints" \(configured sets: ingresses, services\)$/);
     aborts(() => resourceSets({}).x, /configured sets: none/);
-    assert.deepEqual(Object.keys(sets), ['ingresses', 'services']);
+    assert.deepEqual([...Object.keys(sets)], ['ingresses', 'services']);
     aborts(() => {
       (sets as Record<string, unknown>).services = null;
     }, /read-only/);
