@@ -13,24 +13,18 @@ import { mkdir, writeFile } from 'node:fs/promises';
 import { Agent, request } from 'node:https';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { loadControllerConfig } from '../src/cli/load-config.ts';
-import { readTemplateDir } from '../src/config/template-dir.ts';
 import type { KubeObject } from '../src/k8s/resource.ts';
 import { Store } from '../src/k8s/store.ts';
 import { Admission } from '../src/webhook/admission.ts';
 import { certificateFromSecret } from '../src/webhook/certificate.ts';
 import { startWebhookServer } from '../src/webhook/server.ts';
-import { syntheticCluster } from './synthetic.ts';
+import { shippedTemplates, syntheticCluster } from './synthetic.ts';
 
 const SIZES = (process.env.SIZES ?? '1000,10000').split(',').map(Number);
 const REQUESTS = Number(process.env.REQUESTS ?? 400);
 const root = new URL('..', import.meta.url).pathname;
 
-const raw = await readTemplateDir(`${root}templates`);
-if (!raw.ok) throw new Error(raw.message);
-const loaded = loadControllerConfig(raw.raw);
-if (!loaded.ok) throw new Error(`${loaded.path}: ${loaded.message}`);
-const { config, templates } = loaded.config;
+const { config, templates } = await shippedTemplates();
 
 // A throwaway self-signed serving certificate.
 const dir = mkdtempSync(join(tmpdir(), 'haprx-bench-'));

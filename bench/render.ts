@@ -6,23 +6,17 @@
  */
 import { mkdir, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
-import { loadControllerConfig } from '../src/cli/load-config.ts';
-import { readTemplateDir } from '../src/config/template-dir.ts';
 import { runHaproxyCheck } from '../src/haproxy/validate.ts';
 import { Store } from '../src/k8s/store.ts';
 import { renderTemplates } from '../src/templating/engine.ts';
-import { syntheticCluster } from './synthetic.ts';
+import { shippedTemplates, syntheticCluster } from './synthetic.ts';
 
 const SIZES = (process.env.SIZES ?? '100,1000,10000').split(',').map(Number);
 const ENDPOINTS = Number(process.env.ENDPOINTS ?? 5);
 const RUNS = Number(process.env.RUNS ?? 3);
 const root = new URL('..', import.meta.url).pathname;
 
-const raw = await readTemplateDir(`${root}templates`);
-if (!raw.ok) throw new Error(raw.message);
-const loaded = loadControllerConfig(raw.raw);
-if (!loaded.ok) throw new Error(`${loaded.path}: ${loaded.message}`);
-const { config, templates } = loaded.config;
+const { config, templates } = await shippedTemplates();
 
 const rows: Record<string, unknown>[] = [];
 for (const n of SIZES) {

@@ -3,6 +3,8 @@
  * own Service, whose EndpointSlice has E ready endpoints; T TLS Secrets. Addresses
  * are spread over 10.0.0.0/8 and deterministic, so runs are comparable.
  */
+import { type LoadedConfig, loadControllerConfig } from '../src/cli/load-config.ts';
+import { readTemplateDir } from '../src/config/template-dir.ts';
 import type { KubeObject } from '../src/k8s/resource.ts';
 
 export interface ClusterSize {
@@ -75,4 +77,13 @@ export function syntheticCluster(size: ClusterSize): SyntheticCluster {
     }
   }
   return cluster;
+}
+
+/** The shipped templates, loaded as the controller loads them. */
+export async function shippedTemplates(): Promise<LoadedConfig> {
+  const raw = await readTemplateDir(new URL('../templates', import.meta.url).pathname);
+  if (!raw.ok) throw new Error(raw.message);
+  const loaded = loadControllerConfig(raw.raw);
+  if (!loaded.ok) throw new Error(`${loaded.path}: ${loaded.message}`);
+  return loaded.config;
 }

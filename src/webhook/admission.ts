@@ -14,7 +14,8 @@
  * Only what the object can affect is rendered: its own sets hold just the objects
  * that share a host with it (a host claimed twice is how Ingresses meet), every
  * other set is the controller's own store as it is. So the cost of a review does
- * not grow with the number of Ingresses or routes.
+ * not grow with the number of Ingresses or routes (it does with any set the
+ * templates walk whole, such as the Services).
  *
  * For the controller ConfigMap, the new configuration is decoded and its
  * templates compiled, not run: the request may come from anyone who reaches the

@@ -7,10 +7,10 @@ import assert from 'node:assert/strict';
 import { type ChildProcess, spawn } from 'node:child_process';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
-import { request } from 'node:http';
 import { join } from 'node:path';
 import { after, afterEach, before, beforeEach, describe, it } from 'node:test';
 import { KubeApiDouble } from '../support/kube-api-double/index.ts';
+import { fetchText } from '../support/fetch-text.ts';
 import { freePort } from '../support/ports.ts';
 import { until as waitFor } from '../support/until.ts';
 import { CONFIGMAP, NS, clusterEvents, controllerConfig, credentialsSecret } from './cluster-fixture.ts';
@@ -64,20 +64,6 @@ function run(args: string[], env: Record<string, string> = {}): ChildProcess {
   return child;
 }
 
-function get(host: string, port: number, path: string): Promise<{ status: number; body: string }> {
-  return new Promise((resolve, reject) => {
-    const req = request({ host, port, path, agent: false }, (res) => {
-      let body = '';
-      res.setEncoding('utf8');
-      res.on('data', (chunk: string) => (body += chunk));
-      res.on('end', () => resolve({ status: res.statusCode ?? 0, body }));
-    });
-    req.setTimeout(5_000, () => req.destroy(new Error('request timed out')));
-    req.on('error', reject);
-    req.end();
-  });
-}
-
 const exited = (c: ChildProcess) => new Promise<number | null>((resolve) => (c.exitCode !== null ? resolve(c.exitCode) : c.once('exit', (code) => resolve(code))));
 const holder = (namespace: string, name: string) => (double.get('coordination.k8s.io/v1', 'leases', namespace, name)?.spec as { holderIdentity?: string } | undefined)?.holderIdentity;
 
@@ -127,12 +113,12 @@ describe('haprx run', () => {
   it('serves probes on every interface and /debug/vars on loopback only, by default', async () => {
     const [health, debug] = [await freePort(), await freePort()];
     const c = run(['--kubeconfig', kubeconfig, '--configmap', 'edge-config', '--credentials-secret', 'edge-dp', '--identity', 'cli-3', '--health-port', String(health), '--debug-port', String(debug)]);
-    await waitFor('/healthz answering', async () => ((await get('127.0.0.1', health, '/healthz')).status === 200 ? true : undefined), 15_000, () => output);
+    await waitFor('/healthz answering', async () => ((await fetchText(health, '/healthz')).status === 200 ? true : undefined), 15_000, () => output);
     // 127.0.0.2 is another address of this host: the probes' listener (0.0.0.0) answers there, the debug listener does not.
-    assert.equal((await get('127.0.0.2', health, '/healthz')).status, 200);
-    await assert.rejects(get('127.0.0.2', debug, '/debug/vars'), /ECONNREFUSED/);
-    assert.equal((await get('127.0.0.1', health, '/debug/vars')).status, 404);
-    const vars = await get('127.0.0.1', debug, '/debug/vars?field=controller.generation');
+    assert.equal((await fetchText(health, '/healthz', '127.0.0.2')).status, 200);
+    await assert.rejects(fetchText(debug, '/debug/vars', '127.0.0.2'), /ECONNREFUSED/);
+    assert.equal((await fetchText(health, '/debug/vars')).status, 404);
+    const vars = await fetchText(debug, '/debug/vars?field=controller.generation');
     assert.equal(vars.status, 200, vars.body);
     c.kill('SIGTERM');
     assert.equal(await exited(c), 0, output);

@@ -1,6 +1,5 @@
 /** `haprx local` as a child process with its health, debug and metrics ports, for the observability tests. */
 import { type ChildProcess, spawn } from 'node:child_process';
-import { request } from 'node:http';
 import { freePort } from '../support/ports.ts';
 
 const ROOT = new URL('../..', import.meta.url).pathname;
@@ -59,19 +58,5 @@ export async function startLocal(args: string[], env: NodeJS.ProcessEnv = {}): P
   };
 }
 
-/** GET on 127.0.0.1; never rejects on an HTTP status. */
-export function fetchText(port: number, path: string): Promise<{ status: number; body: string }> {
-  return new Promise((resolve, reject) => {
-    const req = request({ host: '127.0.0.1', port, path, agent: false }, (res) => {
-      let body = '';
-      res.setEncoding('utf8');
-      res.on('data', (c: string) => (body += c));
-      res.on('end', () => resolve({ status: res.statusCode ?? 0, body }));
-    });
-    req.setTimeout(5_000, () => req.destroy(new Error('request timed out')));
-    req.on('error', reject);
-    req.end();
-  });
-}
-
+export { fetchText } from '../support/fetch-text.ts';
 export { until } from '../support/until.ts';

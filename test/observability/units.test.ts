@@ -1,6 +1,5 @@
 /** Unit tests of the observability pieces: redaction, tracing setup, logger, log lines, lifecycle, servers. */
 import assert from 'node:assert/strict';
-import { request } from 'node:http';
 import { createServer } from 'node:net';
 import { describe, it } from 'node:test';
 import type { ControllerEvent, Deployment, Reconcile } from '../../src/events.ts';
@@ -269,9 +268,9 @@ describe('startObservability', () => {
     const obs = await startObservability({ log, env: {}, health: { port: 0 }, metrics: false, debug: { port: 0 }, defaultMetrics: false });
     try {
       // The health listener takes every interface (0.0.0.0), so 127.0.0.2 reaches it; the debug listener does not.
-      assert.equal((await fetchFrom('127.0.0.2', obs.healthPort!, '/healthz')).status, 200);
-      await assert.rejects(fetchFrom('127.0.0.2', obs.debugPort!, '/debug/vars'), /ECONNREFUSED/);
-      assert.equal((await fetchFrom('127.0.0.1', obs.debugPort!, '/debug/vars')).status, 200);
+      assert.equal((await fetchText(obs.healthPort!, '/healthz', '127.0.0.2')).status, 200);
+      await assert.rejects(fetchText(obs.debugPort!, '/debug/vars', '127.0.0.2'), /ECONNREFUSED/);
+      assert.equal((await fetchText(obs.debugPort!, '/debug/vars')).status, 200);
     } finally {
       await obs.close();
     }
@@ -310,18 +309,3 @@ describe('startObservability', () => {
     }
   });
 });
-
-/** GET from a chosen address of this host; rejects when nothing listens there. */
-function fetchFrom(host: string, port: number, path: string): Promise<{ status: number; body: string }> {
-  return new Promise((resolve, reject) => {
-    const req = request({ host, port, path, agent: false }, (res) => {
-      let body = '';
-      res.setEncoding('utf8');
-      res.on('data', (c: string) => (body += c));
-      res.on('end', () => resolve({ status: res.statusCode ?? 0, body }));
-    });
-    req.setTimeout(5_000, () => req.destroy(new Error('request timed out')));
-    req.on('error', reject);
-    req.end();
-  });
-}

@@ -7,7 +7,7 @@
  * no process is started, no file written, no connection opened while it runs.
  */
 import assert from 'node:assert/strict';
-import { Agent, request } from 'node:https';
+import { Agent } from 'node:https';
 import { createRequire, syncBuiltinESMExports } from 'node:module';
 import { after, before, describe, it } from 'node:test';
 import type { LoadedConfig } from '../../src/cli/load-config.ts';
@@ -17,7 +17,7 @@ import { certificateFromSecret } from '../../src/webhook/certificate.ts';
 import { type WebhookServer, startWebhookServer } from '../../src/webhook/server.ts';
 import { type TestPki, makeTestPki } from '../support/dataplane-double/certs.ts';
 import { NON_STRINGS, hostileStrings } from '../templates/hostile.ts';
-import { HTTPROUTE, INGRESS, admissionOver, fixtureObjects, httpRoute, ingress, reviewBody, storesFor } from './support.ts';
+import { HTTPROUTE, INGRESS, admissionOver, callWebhook, fixtureObjects, httpRoute, ingress, reviewBody, storesFor } from './support.ts';
 
 const require = createRequire(import.meta.url);
 
@@ -140,19 +140,7 @@ let loaded: LoadedConfig;
 let cluster: KubeObject[];
 let agent: Agent;
 
-function post(body: unknown): Promise<{ status: number; body: string }> {
-  return new Promise((resolve, reject) => {
-    const req = request({ host: '127.0.0.1', port: server.port, path: '/validate', method: 'POST', ca: pki.ca, agent, headers: { 'content-type': 'application/json' } }, (res) => {
-      let text = '';
-      res.setEncoding('utf8');
-      res.on('data', (c: string) => (text += c));
-      res.on('end', () => resolve({ status: res.statusCode ?? 0, body: text }));
-    });
-    req.setTimeout(10_000, () => req.destroy(new Error('request timed out')));
-    req.on('error', reject);
-    req.end(JSON.stringify(body));
-  });
-}
+const post = (body: unknown) => callWebhook(server.port, JSON.stringify(body), { ca: pki.ca, agent });
 
 /** Whether a full render of the cluster with the object skips it (or a part of it): the oracle. */
 function fullRenderSkips(object: KubeObject): boolean {

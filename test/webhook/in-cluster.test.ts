@@ -6,7 +6,6 @@
  * good one when the Secret goes wrong.
  */
 import assert from 'node:assert/strict';
-import { request } from 'node:https';
 import { after, before, describe, it } from 'node:test';
 import { readTemplateDir } from '../../src/config/template-dir.ts';
 import { rawToConfigMapData } from '../../src/k8s/config-map.ts';
@@ -17,7 +16,7 @@ import { apiFor } from '../k8s/helpers.ts';
 import { type TestPki, makeTestPki } from '../support/dataplane-double/certs.ts';
 import { KubeApiDouble } from '../support/kube-api-double/index.ts';
 import { until } from '../support/until.ts';
-import { CONFIGMAP, HTTPROUTE, INGRESS, NS, httpRoute, ingress, prefix, reviewBody } from './support.ts';
+import { CONFIGMAP, HTTPROUTE, INGRESS, NS, callWebhook, httpRoute, ingress, prefix, reviewBody } from './support.ts';
 
 const ROOT = new URL('../..', import.meta.url).pathname;
 const SECRET = 'haprx-webhook-tls';
@@ -31,21 +30,10 @@ const notices: string[] = [];
 const b64 = (s: string) => Buffer.from(s).toString('base64');
 const tlsSecret = (pair: { cert: string; key: string }) => ({ apiVersion: 'v1', kind: 'Secret', metadata: { name: SECRET, namespace: NS }, type: 'kubernetes.io/tls', data: { 'tls.crt': b64(pair.cert), 'tls.key': b64(pair.key) } });
 
-function review(body: unknown, ca: string): Promise<{ allowed: boolean; status?: { message: string }; warnings?: string[] }> {
-  return new Promise((resolve, reject) => {
-    const req = request({ host: '127.0.0.1', port: webhook!.port, path: '/validate', method: 'POST', ca, agent: false, headers: { 'content-type': 'application/json' } }, (res) => {
-      let text = '';
-      res.setEncoding('utf8');
-      res.on('data', (c: string) => (text += c));
-      res.on('end', () => {
-        if (res.statusCode !== 200) return reject(new Error(`HTTP ${res.statusCode}: ${text}`));
-        resolve((JSON.parse(text) as { response: { allowed: boolean; status?: { message: string }; warnings?: string[] } }).response);
-      });
-    });
-    req.setTimeout(5_000, () => req.destroy(new Error('request timed out')));
-    req.on('error', reject);
-    req.end(JSON.stringify(body));
-  });
+async function review(body: unknown, ca: string): Promise<{ allowed: boolean; status?: { message: string }; warnings?: string[] }> {
+  const answer = await callWebhook(webhook!.port!, JSON.stringify(body), { ca });
+  if (answer.status !== 200) throw new Error(`HTTP ${answer.status}: ${answer.body}`);
+  return (JSON.parse(answer.body) as { response: { allowed: boolean; status?: { message: string }; warnings?: string[] } }).response;
 }
 
 before(async () => {

@@ -4,14 +4,13 @@
  * inside a review answered as "allowed" (a broken webhook never blocks the cluster).
  */
 import assert from 'node:assert/strict';
-import { request } from 'node:https';
 import { after, before, describe, it } from 'node:test';
 import { certificateFromSecret } from '../../src/webhook/certificate.ts';
 import type { ServingCertificate } from '../../src/webhook/certificate.ts';
 import type { AdmissionRequest, Verdict } from '../../src/webhook/review.ts';
 import { type WebhookServer, startWebhookServer } from '../../src/webhook/server.ts';
 import { type TestPki, makeTestPki } from '../support/dataplane-double/certs.ts';
-import { INGRESS, ingress, prefix, reviewBody } from './support.ts';
+import { INGRESS, callWebhook, ingress, prefix, reviewBody } from './support.ts';
 
 let pki: TestPki;
 let other: TestPki;
@@ -27,22 +26,7 @@ function serving(pair: { cert: string; key: string }): ServingCertificate {
   return result.certificate;
 }
 
-function post(body: string | Buffer, options: { ca?: string; path?: string; method?: string; type?: string } = {}): Promise<{ status: number; body: string }> {
-  return new Promise((resolve, reject) => {
-    const req = request(
-      { host: '127.0.0.1', port: server.port, path: options.path ?? '/validate', method: options.method ?? 'POST', ca: options.ca ?? pki.ca, agent: false, headers: { 'content-type': options.type ?? 'application/json' } },
-      (res) => {
-        let text = '';
-        res.setEncoding('utf8');
-        res.on('data', (c: string) => (text += c));
-        res.on('end', () => resolve({ status: res.statusCode ?? 0, body: text }));
-      },
-    );
-    req.setTimeout(5_000, () => req.destroy(new Error('request timed out')));
-    req.on('error', reject);
-    req.end(body);
-  });
-}
+const post = (body: string | Buffer, options: { ca?: string; path?: string; method?: string; type?: string } = {}) => callWebhook(server.port, body, { ...options, ca: options.ca ?? pki.ca });
 
 before(async () => {
   [pki, other] = await Promise.all([makeTestPki(), makeTestPki()]);

@@ -1,5 +1,6 @@
 /** Shared by the webhook tests: the shipped templates over a small cluster, and AdmissionReview requests. */
 import { readFile } from 'node:fs/promises';
+import { type Agent, request } from 'node:https';
 import { parseAllDocuments } from 'yaml';
 import { type LoadedConfig, loadControllerConfig } from '../../src/cli/load-config.ts';
 import { readTemplateDir } from '../../src/config/template-dir.ts';
@@ -89,4 +90,26 @@ export const prefix = (host: string | undefined, path: string, service = 'web', 
 
 export function httpRoute(name: string, spec: Record<string, unknown>): KubeObject {
   return { apiVersion: 'gateway.networking.k8s.io/v1', kind: 'HTTPRoute', metadata: { name, namespace: 'shop', creationTimestamp: '2029-01-01T00:00:00Z' }, spec: { parentRefs: [{ name: 'gw' }], ...spec } };
+}
+
+/** A request to the webhook over HTTPS, trusting `ca`; never rejects on an HTTP status. */
+export function callWebhook(
+  port: number,
+  body: string | Buffer,
+  options: { ca: string; agent?: Agent; path?: string; method?: string; type?: string },
+): Promise<{ status: number; body: string }> {
+  return new Promise((resolve, reject) => {
+    const req = request(
+      { host: '127.0.0.1', port, path: options.path ?? '/validate', method: options.method ?? 'POST', ca: options.ca, agent: options.agent ?? false, headers: { 'content-type': options.type ?? 'application/json' } },
+      (res) => {
+        let text = '';
+        res.setEncoding('utf8');
+        res.on('data', (c: string) => (text += c));
+        res.on('end', () => resolve({ status: res.statusCode ?? 0, body: text }));
+      },
+    );
+    req.setTimeout(10_000, () => req.destroy(new Error('request timed out')));
+    req.on('error', reject);
+    req.end(body);
+  });
 }
