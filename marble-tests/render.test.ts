@@ -70,6 +70,23 @@ describe('render', () => {
     });
   });
 
+  it('reports warnings that changed even when the configuration did not: a skipped object often leaves it as it was', () => {
+    marbles().run(({ cold, expectObservable }) => {
+      const reconciles = cold<Reconcile>('a-b-c-d', { a: reconcileNo(1), b: reconcileNo(2), c: reconcileNo(3), d: reconcileNo(4) });
+      const bad = [{ object: 'Ingress shop/bad', message: 'skipped: spec.rules must be a list' }];
+      // The same output each time; the bad object comes with the second render and is gone by the fourth.
+      const warningsOf: Record<number, typeof bad> = { 1: [], 2: bad, 3: bad, 4: [] };
+      const events = render(reconciles, { render: (r) => cold('r|', { r: { ok: true, config: configNamed('same'), warnings: warningsOf[r.seq]! } }) });
+      const label = (e: RenderEvent) => `${e.type}:${e.type === 'RenderFailed' ? '' : JSON.stringify(e.warnings?.map((w) => w.object))}`;
+      expectObservable(events.pipe(map(label))).toBe('a-b-c-d', {
+        a: 'Rendered:undefined',
+        b: 'RenderUnchanged:["Ingress shop/bad"]',
+        c: 'RenderUnchanged:undefined',
+        d: 'RenderUnchanged:[]',
+      });
+    });
+  });
+
   it('measures the render in scheduler time', () => {
     marbles().run(({ cold, expectObservable }) => {
       const reconciles = cold<Reconcile>('a', { a: reconcileNo(1) });

@@ -107,8 +107,8 @@ export type ControllerEvent =
   | { type: 'ReconcileTriggered'; reconcile: Reconcile }
   | { type: 'Rendered'; reconcile: Reconcile; config: RenderedConfig; durationMs: number; warnings?: readonly RenderWarning[] }
   | { type: 'RenderFailed'; reconcile: Reconcile; error: RenderError; durationMs: number }
-  /** The render produced the configuration already rendered last: nothing further to do. */
-  | { type: 'RenderUnchanged'; reconcile: Reconcile; hash: string; durationMs: number }
+  /** The render produced the configuration already rendered last: nothing further to do. `warnings` when they changed since the last render. */
+  | { type: 'RenderUnchanged'; reconcile: Reconcile; hash: string; durationMs: number; warnings?: readonly RenderWarning[] }
   | { type: 'Validated'; reconcile: Reconcile; config: RenderedConfig; durationMs: number }
   | { type: 'ValidationFailed'; reconcile: Reconcile; config: RenderedConfig; problems: readonly ValidationProblem[]; durationMs: number }
   | { type: 'DeploymentStarted'; deployment: Deployment }

@@ -16,12 +16,15 @@ export interface RenderDeps {
 /**
  * Renders on every reconciliation, latest wins: a newer trigger cancels an
  * unfinished render, whose result would be stale anyway. Output identical to the
- * last rendered configuration is reported as RenderUnchanged and goes no further.
+ * last rendered configuration is reported as RenderUnchanged and goes no further;
+ * it carries the warnings when they changed (an object skipped, or no longer),
+ * since a skipped object often leaves the output as it was.
  */
 export function render(reconciles$: Observable<Reconcile>, deps: RenderDeps): Observable<RenderEvent> {
   const scheduler = deps.scheduler ?? asyncScheduler;
   return defer(() => {
     let lastHash: string | undefined;
+    let lastWarnings = '[]';
     return reconciles$.pipe(
       switchMap((reconcile) => {
         const started = scheduler.now();
@@ -30,9 +33,12 @@ export function render(reconciles$: Observable<Reconcile>, deps: RenderDeps): Ob
           map((outcome): RenderEvent => {
             const durationMs = scheduler.now() - started;
             if (!outcome.ok) return { type: 'RenderFailed', reconcile, error: outcome.error, durationMs };
-            if (outcome.config.hash === lastHash) return { type: 'RenderUnchanged', reconcile, hash: lastHash, durationMs };
-            lastHash = outcome.config.hash;
             const warnings = outcome.warnings ?? [];
+            const warningsKey = JSON.stringify(warnings);
+            const warningsChanged = warningsKey !== lastWarnings;
+            lastWarnings = warningsKey;
+            if (outcome.config.hash === lastHash) return { type: 'RenderUnchanged', reconcile, hash: lastHash, durationMs, ...(warningsChanged && { warnings }) };
+            lastHash = outcome.config.hash;
             return { type: 'Rendered', reconcile, config: outcome.config, durationMs, ...(warnings.length > 0 && { warnings }) };
           }),
         );

@@ -1,4 +1,4 @@
-import type { ControllerEvent, Deployment, InstanceResult } from '../events.ts';
+import type { ControllerEvent, Deployment, InstanceResult, RenderWarning } from '../events.ts';
 
 export type LogLevel = 'debug' | 'info' | 'warn' | 'error';
 
@@ -41,12 +41,15 @@ export function logLine(event: ControllerEvent): LogLine {
       const fields = { reconcile: event.reconcile.seq, hash: event.config.hash.slice(0, 12), durationMs: event.durationMs };
       const warnings = event.warnings ?? [];
       if (warnings.length === 0) return { level: 'debug', msg: `rendered in ${event.durationMs} ms`, fields };
-      const shown = warnings.slice(0, MAX_PROBLEMS).map((w) => (w.object ? `${w.object}: ${w.message}` : w.message));
-      const more = warnings.length > MAX_PROBLEMS ? ` (and ${warnings.length - MAX_PROBLEMS} more)` : '';
-      return { level: 'warn', msg: `rendered in ${event.durationMs} ms, skipping what is invalid: ${shown.join('; ')}${more}`, fields: { ...fields, warnings: warnings.length } };
+      return { level: 'warn', msg: `rendered in ${event.durationMs} ms, skipping what is invalid: ${shownWarnings(warnings)}`, fields: { ...fields, warnings: warnings.length } };
     }
-    case 'RenderUnchanged':
-      return { level: 'debug', msg: 'rendered, nothing changed', fields: { reconcile: event.reconcile.seq, durationMs: event.durationMs } };
+    case 'RenderUnchanged': {
+      const fields = { reconcile: event.reconcile.seq, durationMs: event.durationMs };
+      // Warnings that changed without changing the configuration (an object skipped, or fixed) are news too.
+      if (event.warnings === undefined) return { level: 'debug', msg: 'rendered, nothing changed', fields };
+      if (event.warnings.length === 0) return { level: 'info', msg: 'rendered, nothing changed; no warnings any more', fields: { ...fields, warnings: 0 } };
+      return { level: 'warn', msg: `rendered, nothing changed, skipping what is invalid: ${shownWarnings(event.warnings)}`, fields: { ...fields, warnings: event.warnings.length } };
+    }
     case 'RenderFailed': {
       const { template, line, message } = event.error;
       return { level: 'error', msg: `render failed at ${template}${line !== undefined ? `:${line}` : ''}: ${firstLine(message)}`, fields: { reconcile: event.reconcile.seq, template } };
@@ -105,4 +108,10 @@ function how(result: InstanceResult): string {
 
 function resultFields(deployment: Deployment, result: InstanceResult): Record<string, unknown> {
   return { deployment: deployment.id, reconcile: deployment.reconcile.seq, endpoint: result.endpoint.id, reloaded: result.reloaded, runtimeOps: result.runtimeOps, durationMs: result.durationMs };
+}
+
+/** The first warnings as `<object>: <message>`, and how many more there are. */
+function shownWarnings(warnings: readonly RenderWarning[]): string {
+  const shown = warnings.slice(0, MAX_PROBLEMS).map((w) => (w.object ? `${w.object}: ${w.message}` : w.message));
+  return `${shown.join('; ')}${warnings.length > MAX_PROBLEMS ? ` (and ${warnings.length - MAX_PROBLEMS} more)` : ''}`;
 }

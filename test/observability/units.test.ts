@@ -156,6 +156,11 @@ describe('logs', () => {
     assert.deepEqual([logLine(rendered).level, logLine(rendered).msg], ['debug', 'rendered in 12 ms']);
     const warned = logLine({ ...rendered, warnings: [{ object: 'Ingress shop/bad', message: 'bad host' }, { message: 'port 0 ignored' }] });
     assert.deepEqual([warned.level, warned.msg], ['warn', 'rendered in 12 ms, skipping what is invalid: Ingress shop/bad: bad host; port 0 ignored']);
+    const unchanged = { type: 'RenderUnchanged' as const, reconcile, hash: 'h', durationMs: 3 };
+    assert.deepEqual([logLine(unchanged).level, logLine(unchanged).msg], ['debug', 'rendered, nothing changed']);
+    const newlyWarned = logLine({ ...unchanged, warnings: [{ object: 'Ingress shop/bad', message: 'skipped: spec.rules must be a list' }] });
+    assert.deepEqual([newlyWarned.level, newlyWarned.msg], ['warn', 'rendered, nothing changed, skipping what is invalid: Ingress shop/bad: skipped: spec.rules must be a list']);
+    assert.deepEqual([logLine({ ...unchanged, warnings: [] }).level, logLine({ ...unchanged, warnings: [] }).msg], ['info', 'rendered, nothing changed; no warnings any more']);
     assert.equal(logLine({ type: 'ReconcileTriggered', reconcile }).msg, 'reconcile #4 (resources: upsert Service shop/a, upsert Service shop/b, upsert Service shop/c and 2 more)');
     const problem = logLine({ type: 'SourceProblem', source: 'bad.yaml', line: 3, message: 'Nested mappings are not allowed at line 3:\n\n  password: a: b\n' });
     assert.equal(problem.msg, 'bad.yaml:3: Nested mappings are not allowed at line 3:');
