@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { type Observable, map, of } from 'rxjs';
 import type { ControllerEvent, Endpoint, InstanceOutcome } from '../src/events.ts';
-import type { ResourceChange } from '../src/k8s/resource.ts';
+import type { KubeObject, ResourceChange } from '../src/k8s/resource.ts';
 import { sealRendered } from '../src/templating/rendered.ts';
 import { DEFAULT_SETTINGS } from '../src/config/controller-config.ts';
 import { type GraphDeps, type GraphSettings, graph } from '../streams/graph.ts';
@@ -125,6 +125,34 @@ describe('graph', () => {
       return deps(cold, changes, hot<readonly Endpoint[]>('x', { x: [endpoint('e1')] }), { ...settings, watched: [{ name: 'services' }] });
     }, 5_000);
     assert.deepEqual(timeline.map(([t, label]) => `${t} ${label}`), ['0 T1', '10 R:', '60 V', '60 D1:change', '80 ok:e1', '80 done1', '1000 problem:demo/ingress.yaml:4']);
+  });
+
+  it('reports an object a store cannot take as a problem naming it, and every later change still deploys', () => {
+    const nameless = { kind: 'Service', metadata: { namespace: 'shop' } } as unknown as KubeObject;
+    const timeline = run((cold, hot) => {
+      const changes = hot<ResourceChange>('s 999ms n 999ms g', {
+        s: synced('services'),
+        n: { type: 'upsert', resource: 'services', object: nameless },
+        g: upsert('services', 'good', '1'),
+      });
+      return deps(cold, changes, hot<readonly Endpoint[]>('x', { x: [endpoint('e1')] }), { ...settings, watched: [{ name: 'services' }] });
+    }, 5_000);
+    assert.deepEqual(timeline.map(([t, label]) => `${t} ${label}`), [
+      '0 T1',
+      '10 R:',
+      '60 V',
+      '60 D1:change',
+      '80 ok:e1',
+      '80 done1',
+      // The store could not take it: a problem, no reconcile.
+      '1000 problem:store services:undefined',
+      '2500 T2',
+      '2510 R:good',
+      '2560 V',
+      '2560 D2:change',
+      '2580 ok:e1',
+      '2580 done2',
+    ]);
   });
 
   it('keeps the last good configuration live when a render fails validation, and sends it to an instance that joins', () => {

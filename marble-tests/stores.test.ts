@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { map } from 'rxjs';
-import type { ResourceChange } from '../src/k8s/resource.ts';
+import type { KubeObject, ResourceChange } from '../src/k8s/resource.ts';
 import { Store } from '../src/k8s/store.ts';
 import { applyToStores } from '../streams/stores.ts';
 import { marbles, object, synced, upsert } from './helpers.ts';
@@ -22,5 +22,32 @@ describe('applyToStores', () => {
     });
     assert.equal(stores.get('services')!.size, 0);
     assert.equal(stores.get('services')!.synced, true);
+  });
+
+  it('turns an object a store cannot take into a problem naming it, keeps the stored version, and goes on', () => {
+    const stores = new Map([['slices', new Store('slices', { indexBy: ['$..name'] })]]);
+    let deep: unknown = { name: 'leaf' };
+    for (let i = 0; i < 3_000; i++) deep = { a: deep };
+    const tooDeep: KubeObject = { ...object('web', '2'), kind: 'EndpointSlice', spec: deep };
+    const nameless = { kind: 'EndpointSlice', metadata: {} } as unknown as KubeObject;
+    marbles().run(({ cold, expectObservable }) => {
+      const changes = cold<ResourceChange>('abcde', {
+        a: upsert('slices', 'web', '1'),
+        b: { type: 'upsert', resource: 'slices', object: tooDeep },
+        c: { type: 'upsert', resource: 'slices', object: nameless },
+        d: { type: 'problem', source: 'manifests/x.yaml', message: 'does not parse' },
+        e: upsert('slices', 'api', '1'),
+      });
+      const summary = (c: ResourceChange) => (c.type === 'problem' ? `${c.source}|${c.object ? `${c.object.kind} ${c.object.namespace}/${c.object.name}` : '-'}` : `${c.type} ${c.type === 'upsert' ? c.object.metadata.name : ''}`);
+      expectObservable(applyToStores(changes, stores).pipe(map(summary))).toBe('abcde', {
+        a: 'upsert web',
+        b: 'store slices|EndpointSlice default/web',
+        c: 'store slices|-',
+        d: 'manifests/x.yaml|-',
+        e: 'upsert api',
+      });
+    });
+    assert.equal(stores.get('slices')!.first('web')?.metadata.resourceVersion, '1', 'the version it could take stays');
+    assert.equal(stores.get('slices')!.size, 2);
   });
 });

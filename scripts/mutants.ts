@@ -24,7 +24,7 @@ interface Mutant {
 }
 
 const mutants: Mutant[] = [
-  { stage: 'stores', file: 'streams/stores.ts', from: "(stores.get(change.resource)?.apply(change) ?? false)", to: "(stores.get(change.resource)?.apply(change), true)", test: 'marble-tests/stores.test.ts' },
+  { stage: 'stores', file: 'streams/stores.ts', from: 'return changed ? [...problems, change] : [...problems];', to: 'return [...problems, change];', test: 'marble-tests/stores.test.ts' },
   { stage: 'trigger: sync gate', file: 'streams/trigger.ts', from: "g.opens || (g.wasOpen && g.change.type !== 'synced')", to: "g.opens || g.change.type !== 'synced'", test: 'marble-tests/trigger.test.ts' },
   { stage: 'trigger: max wait', file: 'streams/operators/debounce-batch.ts', from: 'timer(deadline - now, scheduler),', to: '', test: 'marble-tests/trigger.test.ts' },
   { stage: 'render: switchMap → mergeMap', file: 'streams/render.ts', from: 'switchMap((reconcile) =>', to: 'mutMergeMap((reconcile) =>', test: 'marble-tests/render.test.ts' },

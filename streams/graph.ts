@@ -62,8 +62,9 @@ export function graph(settings: GraphSettings, deps: GraphDeps): Observable<Cont
     const stores = new Map(settings.watched.map((w) => [w.name, new Store(w.name, w)]));
     return deps.changes$.pipe(
       connect((changes$) => {
+        const stored$ = applyToStores(changes$, stores).pipe(share());
         const reconciles$ = trigger(
-          applyToStores(changes$, stores),
+          stored$.pipe(filter((c) => c.type !== 'problem')),
           settings.watched.map((w) => w.name),
           { debounceMs: settings.debounceMs, maxWaitMs: settings.debounceMaxWaitMs, scheduler },
         ).pipe(share());
@@ -81,7 +82,7 @@ export function graph(settings: GraphSettings, deps: GraphDeps): Observable<Cont
           scheduler,
         );
         return merge(
-          changes$.pipe(
+          stored$.pipe(
             filter((c) => c.type === 'problem'),
             map(({ type: _, ...problem }): ControllerEvent => ({ type: 'SourceProblem', ...problem })),
           ),

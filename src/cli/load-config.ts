@@ -1,7 +1,6 @@
 import { type ControllerConfig, decodeControllerConfig } from '../config/controller-config.ts';
 import { compileTemplates, type CompiledTemplates } from '../templating/engine.ts';
 import type { Decoded } from '../../streams/controller.ts';
-import { fieldSelector, labelSelector } from '../k8s/selector.ts';
 
 /** A controller configuration that decoded and whose templates compiled: ready to run. */
 export interface LoadedConfig {
@@ -19,12 +18,6 @@ export function loadControllerConfig(raw: unknown): Decoded<LoadedConfig> {
   if (!decoded.ok) {
     const [first, ...rest] = decoded.errors;
     return { ok: false, path: first!.path, message: first!.message + (rest.length ? ` (and ${rest.length} more: ${rest.map((e) => e.path).join(', ')})` : '') };
-  }
-  for (const [i, w] of decoded.value.watch.entries()) {
-    for (const [field, parse] of [['labelSelector', labelSelector], ['fieldSelector', fieldSelector]] as const) {
-      const selector = parse(w[field]);
-      if (!selector.ok) return { ok: false, path: `watch[${i}].${field}`, message: selector.message };
-    }
   }
   const { 'haproxy.cfg': main, ...aux } = decoded.value.templates;
   const compiled = compileTemplates({ main, ...aux });

@@ -1,5 +1,6 @@
 import * as t from 'io-ts';
-import { labelSelector } from '../k8s/selector.ts';
+import { compilePath } from '../k8s/json-path.ts';
+import { fieldSelector, labelSelector } from '../k8s/selector.ts';
 import { DEFAULT_STRIP } from '../k8s/store.ts';
 import { type DecodeResult, decodeWith } from './decode.ts';
 import { Duration } from './duration.ts';
@@ -26,7 +27,7 @@ export const WatchedResource = t.intersection([
     namespace: t.string,
     labelSelector: t.string,
     fieldSelector: t.string,
-    /** JSONPath expressions whose values key the index used by `get(...)`. */
+    /** JSONPath expressions (RFC 9535) whose values key the index used by `get(...)`. */
     indexBy: t.array(t.string),
     /** Dotted paths removed before an object is stored. */
     strip: t.array(t.string),
@@ -141,7 +142,17 @@ export function decodeControllerConfig(input: unknown): DecodeResult<ControllerC
       if (!target || ref.set === w.name) errors.push({ path: `watch[${i}].referencedBy[${j}].set`, message: `"${ref.set}" is not another watched set` });
       // Its own sync would wait for the other's: no chains.
       else if (target.referencedBy?.length) errors.push({ path: `watch[${i}].referencedBy[${j}].set`, message: `"${ref.set}" is itself held on demand` });
-      if (!ref.path.startsWith('$')) errors.push({ path: `watch[${i}].referencedBy[${j}].path`, message: 'must be a JSONPath starting with $' });
+      const compiled = compilePath(ref.path);
+      if (!compiled.ok) errors.push({ path: `watch[${i}].referencedBy[${j}].path`, message: compiled.message });
+    }
+    // Every path and selector is compiled now, so that a typo is rejected here and never met on some object later.
+    for (const [k, path] of (w.indexBy ?? []).entries()) {
+      const compiled = compilePath(path);
+      if (!compiled.ok) errors.push({ path: `watch[${i}].indexBy[${k}]`, message: compiled.message });
+    }
+    for (const [field, parse] of [['labelSelector', labelSelector], ['fieldSelector', fieldSelector]] as const) {
+      const selector = parse(w[field]);
+      if (!selector.ok) errors.push({ path: `watch[${i}].${field}`, message: selector.message });
     }
   }
   if (settings.renderTimeout !== undefined && settings.renderTimeout < 1) errors.push({ path: 'settings.renderTimeout', message: 'must be at least 1ms: every render has a time limit' });

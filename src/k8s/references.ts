@@ -1,4 +1,4 @@
-import { JSONPath } from 'jsonpath-plus';
+import { compilePath } from './json-path.ts';
 import { type KubeObject, type ResourceChange, objectKey } from './resource.ts';
 
 /** Objects of `set` point at objects of another set through the values at `path`. */
@@ -16,13 +16,11 @@ export interface ReferenceRule {
 export function referencedKeys(object: KubeObject, path: string): string[] {
   const namespace = object.metadata.namespace;
   const keys = new Set<string>();
-  let values: unknown[];
-  try {
-    values = JSONPath({ path, json: object, wrap: true }) as unknown[];
-  } catch {
-    return [];
-  }
-  for (const value of values) {
+  // The configuration's paths are checked when it loads; one that fails on this object references nothing.
+  const compiled = compilePath(path);
+  const found = compiled.ok ? compiled.path.values(object) : undefined;
+  if (!found?.ok) return [];
+  for (const value of found.values) {
     let name: unknown;
     let ns: unknown = namespace;
     if (typeof value === 'string') name = value;

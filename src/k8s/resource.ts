@@ -44,3 +44,14 @@ export function objectKey(object: Pick<KubeObject, 'metadata'>): string {
 export function objectRef(object: KubeObject): string {
   return `${object.kind ?? 'Object'} ${objectKey(object)}`;
 }
+
+/** The object as an ObjectRef, for problems and warnings that name it. */
+export function refOf(object: KubeObject): ObjectRef {
+  const { namespace, name } = object.metadata;
+  return {
+    ...(typeof object.apiVersion === 'string' && { apiVersion: object.apiVersion }),
+    ...(typeof object.kind === 'string' && { kind: object.kind }),
+    ...(typeof namespace === 'string' && namespace !== '' && { namespace }),
+    name,
+  };
+}

@@ -1,10 +1,18 @@
-import { JSONPath } from 'jsonpath-plus';
+import { type CompiledPath, compilePath } from './json-path.ts';
 import type { KubeObject } from './resource.ts';
 
-/** A compiled label or field selector: a predicate over objects. */
+/** A compiled label or field selector: a predicate over objects; never throws. */
 export type Selector = (object: KubeObject) => boolean;
 
-export type SelectorResult = { ok: true; matches: Selector } | { ok: false; message: string };
+/** Whether an object matches, and why it could not be evaluated, when that is why it does not. */
+export interface Verdict {
+  match: boolean;
+  problem?: string;
+}
+
+export type SelectorResult = { ok: true; matches: Selector; test: (object: KubeObject) => Verdict } | { ok: false; message: string };
+
+const ALL: SelectorResult = { ok: true, matches: () => true, test: () => ({ match: true }) };
 
 type LabelTerm =
   | { op: '=' | '!='; key: string; value: string }
@@ -16,7 +24,7 @@ type LabelTerm =
  * as the API server would apply it, for sources that filter on the client side.
  */
 export function labelSelector(text: string | undefined): SelectorResult {
-  if (!text || !text.trim()) return { ok: true, matches: () => true };
+  if (!text || !text.trim()) return ALL;
   const terms: LabelTerm[] = [];
   for (const raw of splitTerms(text)) {
     const term = raw.trim();
@@ -33,54 +41,58 @@ export function labelSelector(text: string | undefined): SelectorResult {
       return { ok: false, message: `cannot parse label selector term "${term}"` };
     }
   }
-  return {
-    ok: true,
-    matches: (object) => {
-      const labels = object.metadata.labels ?? {};
-      return terms.every((t) => {
-        const has = Object.hasOwn(labels, t.key);
-        const value = labels[t.key];
-        switch (t.op) {
-          case '=':
-            return has && value === t.value;
-          case '!=':
-            return !has || value !== t.value;
-          case 'in':
-            return has && t.values.has(value!);
-          case 'notin':
-            return !has || !t.values.has(value!);
-          case 'exists':
-            return has;
-          case '!exists':
-            return !has;
-        }
-      });
-    },
+  const matches: Selector = (object) => {
+    const found: unknown = object?.metadata?.labels;
+    const labels: Record<string, string> = found !== null && typeof found === 'object' ? (found as Record<string, string>) : {};
+    return terms.every((t) => {
+      const has = Object.hasOwn(labels, t.key);
+      const value = labels[t.key];
+      switch (t.op) {
+        case '=':
+          return has && value === t.value;
+        case '!=':
+          return !has || value !== t.value;
+        case 'in':
+          return has && t.values.has(value!);
+        case 'notin':
+          return !has || !t.values.has(value!);
+        case 'exists':
+          return has;
+        case '!exists':
+          return !has;
+      }
+    });
   };
+  return { ok: true, matches, test: (object) => ({ match: matches(object) }) };
 }
 
 /**
  * Parses a field filter: comma-separated `path=value` or `path!=value`, where path is
- * a dotted field path (`metadata.namespace`, `spec.ingressClassName`) or a JSONPath.
+ * a dotted field path (`metadata.namespace`, `spec.ingressClassName`) or a JSONPath,
+ * compiled here. An object a path cannot be evaluated on does not match, and its
+ * verdict says why.
  */
 export function fieldSelector(text: string | undefined): SelectorResult {
-  if (!text || !text.trim()) return { ok: true, matches: () => true };
-  const terms: { path: string; negate: boolean; value: string }[] = [];
+  if (!text || !text.trim()) return ALL;
+  const terms: { path: CompiledPath; negate: boolean; value: string }[] = [];
   for (const raw of text.split(',')) {
     const m = /^\s*([^!=\s]+)\s*(==|=|!=)\s*(.*?)\s*$/.exec(raw);
     if (!m) return { ok: false, message: `cannot parse field selector term "${raw.trim()}"` };
-    const path = m[1]!.startsWith('$') ? m[1]! : `$.${m[1]!}`;
-    terms.push({ path, negate: m[2] === '!=', value: m[3]! });
+    const path = compilePath(m[1]!.startsWith('$') ? m[1]! : `$.${m[1]!}`);
+    if (!path.ok) return { ok: false, message: `field selector term "${raw.trim()}": ${path.message}` };
+    terms.push({ path: path.path, negate: m[2] === '!=', value: m[3]! });
   }
-  return {
-    ok: true,
-    matches: (object) =>
-      terms.every(({ path, negate, value }) => {
-        const found = (JSONPath({ path, json: object, wrap: true }) as unknown[]).map((v) => (v === null || v === undefined ? '' : String(v)));
-        const equal = found.length === 0 ? value === '' : found.includes(value);
-        return negate ? !equal : equal;
-      }),
+  const test = (object: KubeObject): Verdict => {
+    for (const { path, negate, value } of terms) {
+      const found = path.values(object);
+      if (!found.ok) return { match: false, problem: `fieldSelector ${found.message}` };
+      const texts = found.values.map((v) => (v === null || v === undefined ? '' : String(v)));
+      const equal = texts.length === 0 ? value === '' : texts.includes(value);
+      if (negate === equal) return { match: false };
+    }
+    return { match: true };
   };
+  return { ok: true, matches: (object) => test(object).match, test };
 }
 
 /** Splits on commas that are not inside `( … )`. */

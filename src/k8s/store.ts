@@ -1,11 +1,29 @@
-import { JSONPath } from 'jsonpath-plus';
-import { type KubeObject, type ResourceChange, objectKey } from './resource.ts';
+import { type CompiledPath, compilePath } from './json-path.ts';
+import { type KubeObject, type ResourceChange, objectKey, refOf } from './resource.ts';
 import { seal, sealList } from './sealed.ts';
 
 /** Fields dropped before an object is stored: large, never useful to a template. */
 export const DEFAULT_STRIP = ['metadata.managedFields', 'metadata.annotations.kubectl.kubernetes.io/last-applied-configuration'];
 /** Without configured index keys an object is found by namespace, then name. */
 export const DEFAULT_INDEX = ['$.metadata.namespace', '$.metadata.name'];
+/** The most index keys one object may have: paths that select many values multiply. */
+export const MAX_INDEX_KEYS = 1_000;
+
+/** An object a store could not take, as a source problem naming it; the store keeps what it held. */
+export type StoreProblem = Extract<ResourceChange, { type: 'problem' }>;
+
+/** An object ready to go into a store: nothing about it can fail any more. */
+interface Prepared {
+  key: string;
+  object: KubeObject;
+  indexKeys: string[];
+}
+
+/** What one change did to a store. */
+export interface StoreUpdate {
+  changed: boolean;
+  problems: readonly StoreProblem[];
+}
 
 export interface StoreOptions {
   /** JSONPath expressions whose values, in order, make an object's index key. */
@@ -43,7 +61,7 @@ export class Store implements ResourceView {
   private readonly objects = new Map<string, KubeObject>();
   private readonly index = new Map<string, Map<string, KubeObject>>();
   private readonly indexKeysOf = new Map<string, string[]>();
-  private readonly indexBy: readonly string[];
+  private readonly indexBy: readonly CompiledPath[];
   private readonly strip: readonly string[];
   private sorted: readonly KubeObject[] | undefined;
   /**
@@ -55,7 +73,12 @@ export class Store implements ResourceView {
 
   constructor(name: string, options: StoreOptions = {}) {
     this.name = name;
-    this.indexBy = options.indexBy && options.indexBy.length > 0 ? options.indexBy : DEFAULT_INDEX;
+    this.indexBy = (options.indexBy && options.indexBy.length > 0 ? options.indexBy : DEFAULT_INDEX).map((text) => {
+      const compiled = compilePath(text);
+      // The controller configuration is checked when it loads: a bad path here is a bug, not an input.
+      if (!compiled.ok) throw new TypeError(`store ${name}: indexBy ${compiled.message}`);
+      return compiled.path;
+    });
     this.strip = options.strip ?? DEFAULT_STRIP;
   }
 
@@ -65,24 +88,60 @@ export class Store implements ResourceView {
 
   /** Applies one change; returns whether the stored state changed. */
   apply(change: ResourceChange): boolean {
+    return this.update(change).changed;
+  }
+
+  /**
+   * Applies one change. Never throws: an object that cannot be stored (one
+   * without a name, one too deeply nested to copy, one an index path cannot
+   * be evaluated on) is a problem naming it, and the store keeps what it held
+   * for that object; the rest of the change applies.
+   */
+  update(change: ResourceChange): StoreUpdate {
+    const problems: StoreProblem[] = [];
+    const upsert = (object: KubeObject): boolean => {
+      const key = this.keyOf(object);
+      if (typeof key !== 'string') {
+        problems.push(key);
+        return false;
+      }
+      // A re-sent object (a relist) costs a lookup, not a copy.
+      const rv = object.metadata.resourceVersion;
+      if (rv !== undefined && this.objects.get(key)?.metadata.resourceVersion === rv) return false;
+      const prepared = this.prepare(object, key);
+      if ('problem' in prepared) {
+        problems.push(prepared.problem);
+        return false;
+      }
+      this.upsert(prepared);
+      return true;
+    };
     switch (change.type) {
       case 'problem':
-        return false;
+        return { changed: false, problems };
       case 'synced': {
         const was = this.synced;
         this.synced = true;
-        return !was;
+        return { changed: !was, problems };
       }
       case 'upsert':
-        return this.upsert(change.object);
-      case 'delete':
-        return this.remove(objectKey(change.object));
+        return { changed: upsert(change.object), problems };
+      case 'delete': {
+        const key = this.keyOf(change.object);
+        if (typeof key !== 'string') return { changed: false, problems: [key] };
+        return { changed: this.remove(key), problems };
+      }
       case 'replace': {
-        const incoming = new Map(change.objects.map((o) => [objectKey(o), o]));
+        const incoming = new Map<string, KubeObject>();
+        for (const object of change.objects) {
+          const key = this.keyOf(object);
+          if (typeof key === 'string') incoming.set(key, object);
+          else problems.push(key);
+        }
         let changed = false;
         for (const key of [...this.objects.keys()]) if (!incoming.has(key)) changed = this.remove(key) || changed;
-        for (const object of incoming.values()) changed = this.upsert(object) || changed;
-        return changed;
+        for (const object of incoming.values()) changed = upsert(object) || changed;
+        return { changed, problems };
       }
     }
   }
@@ -113,15 +172,38 @@ export class Store implements ResourceView {
     return this.get(...keys)[0];
   }
 
-  private upsert(raw: KubeObject): boolean {
-    const key = objectKey(raw);
-    const previous = this.objects.get(key);
-    const rv = raw.metadata.resourceVersion;
-    if (previous && rv !== undefined && previous.metadata.resourceVersion === rv) return false;
-    if (previous) this.unindex(key);
-    const object = seal(stripFields(raw, this.strip));
-    this.objects.set(key, object);
+  /** The store key of an object, or a problem when it has no name to be stored under. */
+  private keyOf(object: KubeObject): string | StoreProblem {
+    const metadata: unknown = object?.metadata;
+    const name = metadata !== null && typeof metadata === 'object' ? (metadata as { name?: unknown }).name : undefined;
+    const namespace = metadata !== null && typeof metadata === 'object' ? (metadata as { namespace?: unknown }).namespace : undefined;
+    if (typeof name === 'string' && name !== '' && (namespace === undefined || typeof namespace === 'string')) return objectKey(object);
+    return { type: 'problem', resource: this.name, source: `store ${this.name}`, message: `${typeof object?.kind === 'string' ? object.kind : 'an object'} without a metadata.name (and a string metadata.namespace, if any) cannot be stored` };
+  }
+
+  /**
+   * Everything that can fail about storing an object, done before the store is
+   * touched: its key, the sealed copy, its index keys.
+   */
+  private prepare(raw: KubeObject, key: string): Prepared | { problem: StoreProblem } {
+    const problem = (message: string): { problem: StoreProblem } => {
+      return { problem: { type: 'problem', resource: this.name, source: `store ${this.name}`, object: refOf(raw), message: `${raw.kind ?? 'Object'} ${key}: ${message}; the set keeps what it had for it` } };
+    };
+    let object: KubeObject;
+    try {
+      object = seal(stripFields(raw, this.strip));
+    } catch (err) {
+      // Nesting deep enough to exhaust the stack, typically.
+      return problem(`cannot be copied into the store (${err instanceof Error ? err.message : String(err)})`);
+    }
     const indexKeys = indexKeysFor(object, this.indexBy);
+    if (!Array.isArray(indexKeys)) return problem(indexKeys.message);
+    return { key, object, indexKeys };
+  }
+
+  private upsert({ key, object, indexKeys }: Prepared): void {
+    if (this.objects.has(key)) this.unindex(key);
+    this.objects.set(key, object);
     this.indexKeysOf.set(key, indexKeys);
     for (const k of indexKeys) {
       let bucket = this.index.get(k);
@@ -130,7 +212,6 @@ export class Store implements ResourceView {
       this.sortedBuckets.delete(k);
     }
     this.sorted = undefined;
-    return true;
   }
 
   private remove(key: string): boolean {
@@ -151,14 +232,15 @@ export class Store implements ResourceView {
   }
 }
 
-/** All prefixes of all combinations of the index values (a path may yield several). */
-function indexKeysFor(object: KubeObject, paths: readonly string[]): string[] {
+/** All prefixes of all combinations of the index values (a path may yield several), or why there are none. */
+function indexKeysFor(object: KubeObject, paths: readonly CompiledPath[]): string[] | { message: string } {
   let combos: string[][] = [[]];
-  for (const path of paths) {
-    const values = (JSONPath({ path, json: object, wrap: true }) as unknown[])
-      .filter((v) => v !== undefined && v !== null && typeof v !== 'object')
-      .map(String);
+  for (const [i, path] of paths.entries()) {
+    const found = path.values(object);
+    if (!found.ok) return { message: `indexBy[${i}]: ${found.message}` };
+    const values = found.values.filter((v) => v !== undefined && v !== null && typeof v !== 'object').map(String);
     if (values.length === 0) values.push('');
+    if (combos.length * values.length > MAX_INDEX_KEYS) return { message: `indexBy gives more than ${MAX_INDEX_KEYS} index keys (indexBy[${i}] ${path.text} selects ${values.length} values)` };
     combos = combos.flatMap((combo) => values.map((v) => [...combo, v]));
   }
   const keys = new Set<string>();

@@ -2,7 +2,7 @@ import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { Observable } from 'rxjs';
 import type { KubeObject, ResourceChange } from '../k8s/resource.ts';
-import { objectKey } from '../k8s/resource.ts';
+import { objectKey, refOf } from '../k8s/resource.ts';
 import { FileVersions, type ScannedFile, folderHints, oneAtATime, scanFolder } from './folder-scan.ts';
 import { type CompiledWatch, MAX_OBJECT_BYTES, mib, parseManifests } from './manifests.ts';
 
@@ -104,7 +104,9 @@ export function folderSource(options: FolderSourceOptions): Observable<ResourceC
       };
       for (const object of parsed.objects) {
         for (const w of watches) {
-          if (!w.matches(object)) continue;
+          const verdict = w.test(object);
+          if (verdict.problem !== undefined) emit({ type: 'problem', resource: w.name, source: file.path, object: refOf(object), message: `${object.kind} ${objectKey(object)}: ${verdict.problem}` });
+          if (!verdict.match) continue;
           const key = objectKey(object);
           const owner = owners.get(`${w.name}/${key}`);
           if (owner !== undefined && owner !== file.path) {

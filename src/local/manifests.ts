@@ -2,7 +2,7 @@ import { createHash } from 'node:crypto';
 import { parseAllDocuments } from 'yaml';
 import type { WatchedResource } from '../config/controller-config.ts';
 import type { KubeObject } from '../k8s/resource.ts';
-import { type Selector, fieldSelector, labelSelector } from '../k8s/selector.ts';
+import { type Verdict, fieldSelector, labelSelector } from '../k8s/selector.ts';
 
 export interface ManifestProblem {
   file: string;
@@ -161,6 +161,8 @@ export function pluralOf(kind: string): string {
 export interface CompiledWatch {
   name: string;
   matches(object: KubeObject): boolean;
+  /** As matches, and why a selector could not be evaluated on the object, when that is why it does not match. */
+  test(object: KubeObject): Verdict;
 }
 
 /** Compiles the watched sets into predicates; a bad selector is reported with its set. */
@@ -171,16 +173,12 @@ export function compileWatches(watch: readonly WatchedResource[]): { ok: true; w
     if (!labels.ok) return { ok: false, message: `watch ${w.name}: ${labels.message}` };
     const fields = fieldSelector(w.fieldSelector);
     if (!fields.ok) return { ok: false, message: `watch ${w.name}: ${fields.message}` };
-    const selectors: Selector[] = [labels.matches, fields.matches];
-    watches.push({
-      name: w.name,
-      matches: (o) =>
-        o.apiVersion === w.apiVersion &&
-        o.kind !== undefined &&
-        pluralOf(o.kind) === w.resource &&
-        (w.namespace === undefined || o.metadata.namespace === w.namespace) &&
-        selectors.every((s) => s(o)),
-    });
+    const test = (o: KubeObject): Verdict => {
+      const ofSet = o.apiVersion === w.apiVersion && o.kind !== undefined && pluralOf(o.kind) === w.resource && (w.namespace === undefined || o.metadata.namespace === w.namespace);
+      if (!ofSet || !labels.matches(o)) return { match: false };
+      return fields.test(o);
+    };
+    watches.push({ name: w.name, matches: (o) => test(o).match, test });
   }
   return { ok: true, watches };
 }

@@ -45,6 +45,37 @@ describe('decodeControllerConfig', () => {
     assert.deepEqual(result.errors.map((e) => e.path), ['watch[1].name', 'settings.maxParallel']);
   });
 
+  it('compiles every JSONPath and selector when it loads, naming the field of each one that does not', () => {
+    const watch = (extra: Record<string, unknown>, name = 'slices') => ({ name, apiVersion: 'discovery.k8s.io/v1', resource: 'endpointslices', ...extra });
+    const result = decodeControllerConfig({
+      ...minimal,
+      watch: [
+        minimal.watch[0],
+        watch({ indexBy: ['$.metadata.namespace', '$.metadata.labels["kubernetes.io/service-name"'] }),
+        watch({ fieldSelector: 'spec.x[?(@.y=1=2' }, 'other'),
+        watch({ labelSelector: 'app in (a' }, 'labelled'),
+        watch({ referencedBy: [{ set: 'ingresses', path: 'spec.tls[*].secretName' }] }, 'secrets'),
+        watch({ indexBy: ['$..name', '$.spec.ports[?@.port > 80].name'] }, 'fine'),
+      ],
+    });
+    assert.ok(!result.ok);
+    assert.deepEqual(result.errors.map((e) => e.path), ['watch[1].indexBy[1]', 'watch[2].fieldSelector', 'watch[3].labelSelector', 'watch[4].referencedBy[0].path']);
+    assert.match(result.errors[0]!.message, /^\$\.metadata\.labels\["kubernetes\.io\/service-name" is not a JSONPath \(RFC 9535\): unclosed bracketed selection/);
+    assert.match(result.errors[3]!.message, /expected '\$'/);
+  });
+
+  it('accepts the paths of the shipped configuration', () => {
+    const result = decodeControllerConfig({
+      ...minimal,
+      watch: [
+        minimal.watch[0],
+        { name: 'slices', apiVersion: 'discovery.k8s.io/v1', resource: 'endpointslices', indexBy: ['$.metadata.namespace', '$.metadata.labels["kubernetes.io/service-name"]'], fieldSelector: 'metadata.namespace!=kube-system' },
+        { name: 'secrets', apiVersion: 'v1', resource: 'secrets', referencedBy: [{ set: 'ingresses', path: '$.spec.tls[*].secretName' }, { set: 'ingresses', path: '$.metadata.annotations["haprx.io/auth-secret"]' }] },
+      ],
+    });
+    assert.ok(result.ok, JSON.stringify(!result.ok && result.errors));
+  });
+
   it('rejects something that is not an object at all', () => {
     const result = decodeControllerConfig('watch: everything');
     assert.ok(!result.ok);

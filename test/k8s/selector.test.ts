@@ -41,4 +41,26 @@ describe('fieldSelector', () => {
   it('rejects a term without an operator', () => {
     assert.equal(fieldSelector('metadata.name').ok, false);
   });
+
+  it('compiles its paths when parsed: a typo is an error then, not on some object later', () => {
+    const typo = fieldSelector('metadata.labels["app"=web');
+    assert.ok(!typo.ok);
+    assert.match(typo.message, /is not a JSONPath/);
+    assert.equal(fieldSelector('$.spec.rules[?@.host].host=a').ok, true);
+  });
+
+  it('never throws: an object a path cannot be evaluated on does not match, and the verdict says why', () => {
+    const selector = fieldSelector('$..host=a.example');
+    assert.ok(selector.ok);
+    let deep: unknown = { host: 'a.example' };
+    for (let i = 0; i < 300; i++) deep = { a: deep };
+    const object = pod({}, { deep });
+    assert.equal(selector.matches(object), false);
+    assert.match(selector.test(object).problem ?? '', /fieldSelector JSONPath \$\.\.host: .*recursion/i);
+    assert.deepEqual(selector.test(pod({}, { host: 'a.example' })), { match: true });
+    const labels = labelSelector('app=web');
+    assert.ok(labels.ok);
+    assert.equal(labels.matches({ metadata: { name: 'x', labels: 'oops' } } as unknown as KubeObject), false);
+    assert.equal(labels.matches({} as unknown as KubeObject), false);
+  });
 });

@@ -113,3 +113,57 @@ describe('stripFields', () => {
     assert.equal(stripFields(o, ['metadata.managedFields', 'status.conditions']), o);
   });
 });
+
+describe('Store: objects it cannot take', () => {
+  const nested = (depth: number, leaf: unknown): unknown => {
+    let value = leaf;
+    for (let i = 0; i < depth; i++) value = { a: [value] };
+    return value;
+  };
+
+  it('reports an object too deeply nested to copy, naming it, and keeps the version it had', () => {
+    const store = new Store('slices', { indexBy: ['$.metadata.namespace', '$.metadata.labels["kubernetes.io/service-name"]'] });
+    assert.equal(store.apply({ type: 'upsert', resource: 'slices', object: slice('web-1', 'web', '1') }), true);
+    const deep = { ...slice('web-1', 'web', '2'), spec: nested(20_000, 'x') };
+    const update = store.update({ type: 'upsert', resource: 'slices', object: deep });
+    assert.equal(update.changed, false);
+    assert.equal(update.problems.length, 1);
+    const [problem] = update.problems;
+    assert.deepEqual(problem?.object, { apiVersion: 'discovery.k8s.io/v1', kind: 'EndpointSlice', namespace: 'default', name: 'web-1' });
+    assert.equal(problem?.resource, 'slices');
+    assert.match(problem?.message ?? '', /^EndpointSlice default\/web-1: cannot be copied into the store .*; the set keeps what it had for it$/);
+    assert.equal(store.first('default', 'web')?.metadata.resourceVersion, '1');
+  });
+
+  it('reports an index path that fails on an object, or selects too many values, and goes on with the rest of a relist', () => {
+    const store = new Store('slices', { indexBy: ['$..name', '$..v'] });
+    const many = { ...slice('many', 'web'), spec: { values: Array.from({ length: 2_000 }, (_, i) => ({ v: `v${i}` })) } };
+    const deep = { ...slice('deep', 'web'), spec: nested(300, { name: 'x' }) };
+    const update = store.update({ type: 'replace', resource: 'slices', objects: [slice('ok', 'web'), many, deep] });
+    assert.equal(update.changed, true);
+    assert.deepEqual(update.problems.map((p) => p.object?.name), ['many', 'deep']);
+    assert.match(update.problems[0]!.message, /more than 1000 index keys/);
+    assert.match(update.problems[1]!.message, /indexBy\[0\]: JSONPath \$\.\.name: .*recursion/i);
+    assert.deepEqual(store.list().map((o) => o.metadata.name), ['ok']);
+  });
+
+  it('reports an object without a name instead of throwing, for upserts, deletes and relists', () => {
+    const store = new Store('s');
+    const nameless = { kind: 'Service', metadata: { namespace: 'x' } } as unknown as KubeObject;
+    const noMetadata = { kind: 'Service' } as unknown as KubeObject;
+    for (const change of [
+      { type: 'upsert', resource: 's', object: nameless },
+      { type: 'delete', resource: 's', object: noMetadata },
+      { type: 'replace', resource: 's', objects: [noMetadata, slice('a', 'web')] },
+    ] as const) {
+      const update = store.update(change);
+      assert.equal(update.problems.length, 1, change.type);
+      assert.match(update.problems[0]!.message, /without a metadata\.name/);
+    }
+    assert.deepEqual(store.list().map((o) => o.metadata.name), ['a']);
+  });
+
+  it('refuses an index path that does not compile: the configuration is checked before stores are built', () => {
+    assert.throws(() => new Store('s', { indexBy: ['$.metadata.labels["x"'] }), /store s: indexBy \$\.metadata\.labels\["x" is not a JSONPath/);
+  });
+});
