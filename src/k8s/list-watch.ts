@@ -1,7 +1,7 @@
 import { Observable } from 'rxjs';
 import { type KubeApi, type ResourceRef, describeError, resourcePath } from './api.ts';
 import { type BackoffOptions, DEFAULT_BACKOFF, backoffDelay } from './backoff.ts';
-import { type KubeObject, type ResourceChange, objectKey } from './resource.ts';
+import { type KubeObject, type ResourceChange, objectKey, refOf } from './resource.ts';
 import { fieldSelector as parseFieldFilter } from './selector.ts';
 import { DEFAULT_STRIP, stripFields } from './store.ts';
 
@@ -139,7 +139,15 @@ export function listWatch(api: KubeApi, spec: WatchSpec, options: ListWatchOptio
     const emit = (change: ResourceChange) => {
       if (!stopped) subscriber.next(change);
     };
-    const problem = (message: string) => emit({ type: 'problem', resource: spec.name, source: `${spec.resource}${spec.namespace ? ` in ${spec.namespace}` : ''}`, message });
+    const problem = (message: string, object?: KubeObject) =>
+      emit({ type: 'problem', resource: spec.name, source: `${spec.resource}${spec.namespace ? ` in ${spec.namespace}` : ''}`, message, ...(object && { object: refOf(object) }) });
+    /** Whether the field filter passes an object; one it cannot be evaluated on does not, and is reported by name. */
+    const passes = (object: KubeObject): boolean => {
+      if (!filter.ok) return true;
+      const verdict = filter.test(object);
+      if (verdict.problem !== undefined) problem(`${object.kind ?? spec.resource} ${objectKey(object)}: ${verdict.problem}`, object);
+      return verdict.match;
+    };
     const sleep = (ms: number) =>
       new Promise<void>((resolve) => {
         const timer = setTimeout(resolve, ms);
@@ -213,7 +221,7 @@ export function listWatch(api: KubeApi, spec: WatchSpec, options: ListWatchOptio
         return;
       }
       if (type !== 'ADDED' && type !== 'MODIFIED') return;
-      if (filter.ok && !filter.matches(kube)) {
+      if (!passes(kube)) {
         if (known.delete(key)) emit({ type: 'delete', resource: spec.name, object: prepare(kube) });
         return;
       }
@@ -311,7 +319,7 @@ export function listWatch(api: KubeApi, spec: WatchSpec, options: ListWatchOptio
             await retry(listed.message);
             continue;
           }
-          const passed = listed.items.filter((o) => !filter.ok || filter.matches(o)).map(prepare);
+          const passed = listed.items.filter(passes).map(prepare);
           known = new Set(passed.map(objectKey));
           resourceVersion = listed.resourceVersion;
           diagnose({ type: 'listed', set: spec.name, items: listed.items.length, pages: listed.pages, resourceVersion });

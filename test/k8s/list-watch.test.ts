@@ -241,6 +241,23 @@ describe('listWatch', () => {
     assert.deepEqual([...fold(changes).keys()], ['default/theirs']);
   });
 
+  it('reports an object its field filter cannot be evaluated on, by name, and passes the others on', async () => {
+    let deep: unknown = { host: 'a.example' };
+    for (let i = 0; i < 300; i++) deep = { a: deep };
+    const ingress = (name: string, spec: unknown) => ({ apiVersion: 'networking.k8s.io/v1', kind: 'Ingress', metadata: { name, namespace: 'default' }, spec });
+    double.create('networking.k8s.io/v1', 'ingresses', ingress('plain', { host: 'a.example' }));
+    double.create('networking.k8s.io/v1', 'ingresses', ingress('deep', deep));
+    const { changes } = start({ name: 'ing', apiVersion: 'networking.k8s.io/v1', resource: 'ingresses', fieldSelector: '$..host=a.example' });
+    await until('watching', () => double.openWatches('ingresses') === 1);
+    assert.deepEqual((changes.find((c) => c.type === 'replace') as Extract<ResourceChange, { type: 'replace' }>).objects.map((o) => o.metadata.name), ['plain']);
+    const problem = changes.find((c) => c.type === 'problem');
+    assert.ok(problem?.type === 'problem');
+    assert.deepEqual(problem.object, { apiVersion: 'networking.k8s.io/v1', kind: 'Ingress', namespace: 'default', name: 'deep' });
+    assert.match(problem.message, /^Ingress default\/deep: fieldSelector JSONPath \$\.\.host: /);
+    double.create('networking.k8s.io/v1', 'ingresses', ingress('later', { host: 'a.example' }));
+    await until('later comes in', () => upserts(changes, 'later').length === 1);
+  });
+
   it('watches one namespace only when asked', async () => {
     double.create('v1', 'configmaps', configMap('here', {}, 'team-a'));
     double.create('v1', 'configmaps', configMap('there', {}, 'team-b'));
