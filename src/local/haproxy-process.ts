@@ -53,6 +53,8 @@ export class HaproxyProcess {
   async start(): Promise<void> {
     await this.killStale();
     await rm(this.masterSocket, { force: true });
+    // Only what this process prints explains why it did not start.
+    const mark = this.outputSeq;
     const child = spawn(this.options.bin, ['-W', '-S', this.masterSocket, '-f', 'haproxy.cfg', '-p', 'haproxy.pid'], {
       cwd: this.options.stateDir,
       stdio: ['ignore', 'pipe', 'pipe'],
@@ -61,7 +63,11 @@ export class HaproxyProcess {
     this.stopping = false;
     let started = false;
     const closed = new Promise<void>((resolve) => child.once('close', () => resolve()));
-    this.exited = new Promise((resolve) => child.once('exit', () => resolve()));
+    // A binary that cannot be spawned fires 'error' and never 'exit'.
+    this.exited = new Promise((resolve) => {
+      child.once('exit', () => resolve());
+      child.once('error', () => resolve());
+    });
     child.once('exit', (code, signal) => {
       if (!started || this.stopping) return;
       // What the master printed about it arrives with the last output, before the pipes close.
@@ -83,7 +89,7 @@ export class HaproxyProcess {
     while (Date.now() < deadline) {
       if (!this.running) {
         await this.exited;
-        throw new Error(`haproxy did not start: ${this.alerts(0) || this.output.slice(-5).join('\n') || `exit ${child.exitCode ?? child.signalCode}`}`);
+        throw new Error(`haproxy did not start: ${this.alerts(mark) || this.output.slice(Math.max(0, this.output.length - (this.outputSeq - mark))).slice(-5).join('\n') || `exit ${child.exitCode ?? child.signalCode}`}`);
       }
       const proc = await this.showProc().catch(() => undefined);
       if (proc && proc.workers.length > 0) {

@@ -98,7 +98,8 @@ function identify(head: string): SkippedDocument['object'] {
   const plain = (s: string | undefined) => s?.replace(/^["']|["']$/g, '');
   const kind = plain(/^kind:[ \t]*(\S+)/m.exec(head)?.[1]);
   let metadata = '';
-  const flow = /^metadata:[ \t]*\{([^}]*)\}/m.exec(head);
+  // Flow style: `metadata: {name: x, namespace: y, ...}`, possibly cut off by the head's end.
+  const flow = /^metadata:[ \t]*\{(.*)$/m.exec(head);
   if (flow) metadata = flow[1]!.split(',').map((p) => p.trim()).join('\n');
   else {
     const block = /^metadata:[ \t]*\r?\n((?:[ \t]+.*\r?\n?)*)/m.exec(head);

@@ -86,3 +86,14 @@ describe('HaproxyProcess (real haproxy, master-worker)', () => {
     await assert.rejects(p.start(), /haproxy did not start: .*unknown keyword 'nonsense-directive'/s);
   });
 });
+
+describe('HaproxyProcess with a binary that cannot be run', () => {
+  it('fails to start instead of waiting forever', async () => {
+    const dir = await mkdtemp(join(tmpdir(), 'haprx-proc-missing-'));
+    after(() => rm(dir, { recursive: true, force: true }));
+    const p = new HaproxyProcess({ bin: join(dir, 'no-such-haproxy'), stateDir: dir, startTimeoutMs: 60_000 });
+    const started = Date.now();
+    await assert.rejects(p.start(), /haproxy did not start: cannot start .*no-such-haproxy: spawn .* ENOENT/);
+    assert.ok(Date.now() - started < 5_000);
+  });
+});

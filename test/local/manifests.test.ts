@@ -81,3 +81,36 @@ describe('compileWatches', () => {
     });
   });
 });
+
+describe('parseManifests with a size bound', () => {
+  const big = (metadata: string) => `apiVersion: v1\nkind: ConfigMap\n${metadata}\ndata:\n  k: "${'x'.repeat(4096)}"\n`;
+  const small = 'apiVersion: v1\nkind: Service\nmetadata: {name: web, namespace: demo}\n';
+
+  it('skips a document above the bound, names it by its first lines, and reads the others', () => {
+    const parsed = parseManifests('m.yaml', [small, big('metadata:\n  labels:\n    name: not-this\n  name: huge\n  namespace: ns1'), small.replace('web', 'api')].join('---\n'), 1024);
+    assert.ok(parsed.ok);
+    assert.deepEqual(parsed.objects.map((o) => o.metadata.name), ['web', 'api']);
+    assert.equal(parsed.skipped.length, 1);
+    assert.deepEqual(parsed.skipped[0]!.object, { kind: 'ConfigMap', namespace: 'ns1', name: 'huge' });
+    assert.equal(parsed.skipped[0]!.line, 4);
+    assert.match(parsed.skipped[0]!.message, /^ConfigMap ns1\/huge is 0\.0 MiB, more than the 0\.0 MiB an object may be; skipped$/);
+  });
+
+  it('names an object in flow style even when its metadata runs past what is read', () => {
+    const parsed = parseManifests('m.yaml', big(`metadata: {name: huge, namespace: ns2, annotations: {a: "${'y'.repeat(70_000)}"}}`), 1024);
+    assert.ok(parsed.ok);
+    assert.deepEqual(parsed.skipped[0]!.object, { kind: 'ConfigMap', namespace: 'ns2', name: 'huge' });
+  });
+
+  it('keeps a %YAML directive with its document, and counts lines across documents', () => {
+    const bad = 'apiVersion: v1\nkind: Service\nmetadata:\n  name: [oops\n';
+    const alone = parseManifests('m.yaml', bad);
+    const parsed = parseManifests('m.yaml', `%YAML 1.2\n---\n${small}---\n${bad}`);
+    assert.ok(!alone.ok && !parsed.ok);
+    // Six lines come before the bad document.
+    assert.equal(parsed.problem.line, alone.problem.line! + 6);
+    const directive = parseManifests('m.yaml', `%YAML 1.2\n---\n${small}`);
+    assert.ok(directive.ok);
+    assert.deepEqual(directive.objects.map((o) => o.metadata.name), ['web']);
+  });
+});
