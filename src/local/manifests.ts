@@ -106,7 +106,7 @@ function identify(head: string): SkippedDocument['object'] {
     const indent = block ? /^[ \t]+/.exec(block[1]!)?.[0] : undefined;
     if (block && indent) metadata = block[1]!.split('\n').filter((l) => l.startsWith(indent) && !/^[ \t]/.test(l.slice(indent.length))).map((l) => l.slice(indent.length)).join('\n');
   }
-  const field = (name: string) => plain(new RegExp(`^${name}:[ \\t]*([^\\s#,]+)`, 'm').exec(metadata)?.[1]);
+  const field = (name: string) => plain(new RegExp(`^${name}:[ \\t]*([^\\s#,{}[\\]]+)`, 'm').exec(metadata)?.[1]);
   const name = field('name');
   const namespace = field('namespace');
   return { ...(kind && { kind }), ...(namespace && { namespace }), ...(name && { name }) };

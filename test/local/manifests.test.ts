@@ -100,6 +100,9 @@ describe('parseManifests with a size bound', () => {
     const parsed = parseManifests('m.yaml', big(`metadata: {name: huge, namespace: ns2, annotations: {a: "${'y'.repeat(70_000)}"}}`), 1024);
     assert.ok(parsed.ok);
     assert.deepEqual(parsed.skipped[0]!.object, { kind: 'ConfigMap', namespace: 'ns2', name: 'huge' });
+    const last = parseManifests('m.yaml', big('metadata: {namespace: ns3, name: "huge"}'), 1024);
+    assert.ok(last.ok);
+    assert.deepEqual(last.skipped[0]!.object, { kind: 'ConfigMap', namespace: 'ns3', name: 'huge' });
   });
 
   it('keeps a %YAML directive with its document, and counts lines across documents', () => {
