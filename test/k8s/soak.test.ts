@@ -101,7 +101,7 @@ current-context: double
     );
     metricsPort = await freePort();
     const { KUBERNETES_SERVICE_HOST: _host, ...inherited } = process.env;
-    child = spawn(process.execPath, ['--expose-gc', '--import', GC_ON_SIGNAL, MAIN, 'run', '--kubeconfig', kubeconfig, '--health-port', '0', '--metrics-port', String(metricsPort), '--identity', 'soak-1'], {
+    child = spawn(process.execPath, ['--expose-gc', '--import', GC_ON_SIGNAL, MAIN, 'run', '--kubeconfig', kubeconfig, '--health-port', '0', '--debug-port', '0', '--webhook-port', '0', '--metrics-port', String(metricsPort), '--identity', 'soak-1'], {
       env: { ...inherited, HAPRX_LOG_LEVEL: 'warn' },
       stdio: ['ignore', 'pipe', 'pipe'],
     });

@@ -66,7 +66,8 @@ describe('the watchdog, against the real server timing (scaled, see the header)'
     assert.equal(watches[0]!.query.allowWatchBookmarks, 'true');
     const timeout = Number(watches[0]!.query.timeoutSeconds);
     assert.ok(timeout >= 300 && timeout <= 600, `timeoutSeconds ${timeout}`);
-    assert.ok(double.bookmarksSent >= 2 * 2, `the server bookmarked both idle watches (${double.bookmarksSent} bookmarks)`);
+    // The healthy watch at 1 and 2 minutes (3 is the edge of the window); the other at least once before it was cut.
+    assert.ok(double.bookmarksSent >= 3, `the server bookmarked the idle watches (${double.bookmarksSent} bookmarks)`);
     // From the first bookmark (at 1 min) on, every 30 s: 3 or 4 times in the remaining 2 minutes.
     assert.ok(ended(old.diagnostics, 'silent').length >= 3, `the 30 s watchdog fired ${ended(old.diagnostics, 'silent').length} times`);
     assert.equal(healthy.changes.filter((c) => c.type === 'replace').length, 1, 'listed once');
