@@ -9,8 +9,8 @@
  *   `general/<name>` or `ssl/<name>` in them that names a rendered file.
  * Pure: no IO.
  */
-import { AUX_DIRS, type AuxKind, type RenderedConfig, auxPath } from '../templating/rendered.ts';
-import { type RefBase, findAuxRefs, isRedirected, spannedWords } from './aux-refs.ts';
+import { type AuxKind, type RenderedConfig, auxPath } from '../templating/rendered.ts';
+import { type RefBase, classify, findAuxRefs, isRedirected, spannedWords } from './aux-refs.ts';
 
 export interface FileRef {
   /** Character offsets of the path in the file's text: [start, end). */
@@ -31,15 +31,10 @@ export interface ReferencingFile {
   as: ReferencingKind;
 }
 
-const KIND_OF_DIR: ReadonlyMap<string, AuxKind> = new Map((Object.entries(AUX_DIRS) as [AuxKind, string][]).map(([kind, dir]) => [dir, kind]));
-
-function classify(path: string): { kind: AuxKind; name: string } | undefined {
-  const slash = path.indexOf('/');
-  if (slash <= 0) return undefined;
-  const kind = KIND_OF_DIR.get(path.slice(0, slash));
-  const name = path.slice(slash + 1);
-  if (kind === undefined || name === '' || name.includes('/')) return undefined;
-  return { kind, name };
+/** A rendered file's path: one of the auxiliary directories, then a plain name. */
+function fileOf(path: string): { kind: AuxKind; name: string } | undefined {
+  const found = classify(path);
+  return found && !found.name.includes('/') ? found : undefined;
 }
 
 const CRT_LIST_PATH_OPTIONS: Readonly<Record<string, RefBase>> = { 'ca-file': 'ca', 'crl-file': 'ca', 'ca-verify-file': 'ca' };
@@ -66,7 +61,7 @@ export function crtListRefs(text: string): FileRef[] {
         path = path.slice(lead).replace(/\]+$/, '');
         at += lead;
       }
-      const found = classify(path);
+      const found = fileOf(path);
       if (found) refs.push({ start: at, end: at + path.length, path, ...found, base });
     };
     add(words[0], 'crt');
@@ -94,7 +89,7 @@ export function markedFileRefs(text: string, files: Pick<RenderedConfig, AuxKind
   for (const m of text.matchAll(MARKED_PATH)) {
     // A sentence may end right after a path: `see ssl/a.pem.`
     const path = m[0].replace(/\.+$/, '');
-    const found = classify(path);
+    const found = fileOf(path);
     if (!found || files[found.kind][found.name] === undefined) continue;
     refs.push({ start: m.index, end: m.index + path.length, path, ...found, base: 'none' });
   }
@@ -112,7 +107,7 @@ export function referencingFiles(config: RenderedConfig): Map<string, Referencin
     if (!found.has(key) && isCrtListRef(lines[ref.line - 1] ?? '', ref.word)) found.set(key, { kind: ref.kind, name: ref.name, as: 'crt-list' });
   }
   for (const path of config.referencing ?? []) {
-    const at = classify(path);
+    const at = fileOf(path);
     if (at && config[at.kind][at.name] !== undefined && !found.has(path)) found.set(path, { ...at, as: 'marked' });
   }
   return found;

@@ -55,7 +55,8 @@ const CONVERTER_FILE = /(?<![\w.-])map(?:_[a-z]+){0,2}\(\s*["']?((?:maps|general
 // Actions that name a map or ACL file; haproxy -c does not open the file for them.
 const ACTION_FILE = /(?<![\w.-])(?:set-map|del-map|add-acl|del-acl)\(\s*["']?((?:maps|general|ssl)\/[^,)"'\s]+)/g;
 
-function classify(path: string): { kind: AuxKind; name: string } | undefined {
+/** The kind and name a relative path like `ssl/site.pem` names, if it is under an auxiliary directory. */
+export function classify(path: string): { kind: AuxKind; name: string } | undefined {
   const slash = path.indexOf('/');
   if (slash <= 0) return undefined;
   const kind = KIND_OF_DIR.get(path.slice(0, slash));

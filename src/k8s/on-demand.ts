@@ -4,6 +4,12 @@ import { type ReferenceRule, ReferenceIndex } from './references.ts';
 import { type KubeObject, type ResourceChange, objectKey } from './resource.ts';
 import { DEFAULT_STRIP, stripFields } from './store.ts';
 
+/** An object standing for a key (`namespace/name`, or a name): enough for a delete, or a read by name. */
+function stub(key: string): KubeObject {
+  const slash = key.indexOf('/');
+  return { metadata: slash >= 0 ? { namespace: key.slice(0, slash), name: key.slice(slash + 1) } : { name: key } };
+}
+
 export interface OnDemandSpec {
   name: string;
   apiVersion: string;
@@ -47,10 +53,6 @@ export function namedOnDemandSet(
         synced = true;
         emit({ type: 'synced', resource: spec.name });
       }
-    };
-    const stub = (key: string): KubeObject => {
-      const slash = key.indexOf('/');
-      return { metadata: slash >= 0 ? { namespace: key.slice(0, slash), name: key.slice(slash + 1) } : { name: key } };
     };
     const drop = (key: string) => {
       if (held.delete(key)) emit({ type: 'delete', resource: spec.name, object: stub(key) });
@@ -145,10 +147,6 @@ export function onDemandSet(api: KubeApi, spec: OnDemandSpec, own$: Observable<R
         synced = true;
         emit({ type: 'synced', resource: spec.name });
       }
-    };
-    const stub = (key: string): KubeObject => {
-      const slash = key.indexOf('/');
-      return { metadata: slash >= 0 ? { namespace: key.slice(0, slash), name: key.slice(slash + 1) } : { name: key } };
     };
     const fetch = (key: string) => {
       const marker = { stale: false };

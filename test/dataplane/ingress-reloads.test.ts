@@ -13,7 +13,7 @@ import { renderOnce } from '../../src/cli/render-once.ts';
 import { DataplaneTarget } from '../../src/dataplane/target.ts';
 import { type DataplaneDouble, startDataplaneDouble } from '../support/dataplane-double/index.ts';
 import { freePort } from '../support/ports.ts';
-import { send, startEchoBackend } from '../templates/support.ts';
+import { send, serviceManifest, startEchoBackend } from '../templates/support.ts';
 
 const ROOT = new URL('../..', import.meta.url).pathname;
 const AUTH = { username: 'admin', password: 'adminpwd' };
@@ -37,18 +37,6 @@ describe('Ingress changes and reloads, through the Data Plane API double with th
   let webInOther = true;
 
   const manifests = () => {
-    const svc = (name: string) => `apiVersion: v1
-kind: Service
-metadata: {name: ${name}, namespace: shop}
-spec: {ports: [{name: http, port: 80, targetPort: 8080}]}
----
-apiVersion: discovery.k8s.io/v1
-kind: EndpointSlice
-metadata: {name: ${name}-1, namespace: shop, labels: {kubernetes.io/service-name: ${name}}}
-addressType: IPv4
-ports: [{name: http, port: ${echo[name as (typeof SERVICES)[number]]!.port}}]
-endpoints: [{addresses: [127.0.0.1], conditions: {ready: true}}]
-`;
     const paths = (list: Path[]) => list.map((p) => `          - {path: ${p.path}, pathType: ${p.type}, backend: {service: {name: ${p.service}, port: {number: 80}}}}`).join('\n');
     const ingress = (name: string, byHost: Record<string, Path[]>) => `apiVersion: networking.k8s.io/v1
 kind: Ingress
@@ -59,7 +47,7 @@ ${Object.entries(byHost)
   .map(([host, list]) => `    - host: ${host}\n      http:\n        paths:\n${paths(list)}`)
   .join('\n')}
 `;
-    return [...SERVICES.map(svc), ingress('routes', rules), ingress('other', { 'other.test': [{ path: '/', type: 'Prefix', service: 'api' }, { path: '/d', type: 'Prefix', service: 'docs' }, ...(webInOther ? [{ path: '/w', type: 'Prefix' as const, service: 'web' as const }] : [])] })].join('---\n');
+    return [...SERVICES.map((name) => serviceManifest(name, echo[name]!.port)), ingress('routes', rules), ingress('other', { 'other.test': [{ path: '/', type: 'Prefix', service: 'api' }, { path: '/d', type: 'Prefix', service: 'docs' }, ...(webInOther ? [{ path: '/w', type: 'Prefix' as const, service: 'web' as const }] : [])] })].join('---\n');
   };
 
   /** Renders the current manifests, deploys them, and says how many reloads that took. */

@@ -20,27 +20,15 @@ import { type RenderedConfig, sealRendered } from '../../src/templating/rendered
 import { type DataplaneDouble, startDataplaneDouble } from '../support/dataplane-double/index.ts';
 import { freePort } from '../support/ports.ts';
 import { routingConfig } from '../support/routing-config.ts';
-import { type Reply, send, startEchoBackend } from '../templates/support.ts';
+import { type Reply, send, serviceManifest, startEchoBackend } from '../templates/support.ts';
 
 const ROOT = new URL('../..', import.meta.url).pathname;
 const AUTH = { username: 'admin', password: 'adminpwd' };
 
 function manifests(echo: { web: number; api: number }, gwPort: number): string {
   const backend = (svc: string) => `{service: {name: ${svc}, port: {number: 80}}}`;
-  const svc = (name: string, port: number) => `apiVersion: v1
-kind: Service
-metadata: {name: ${name}, namespace: shop}
-spec: {ports: [{name: http, port: 80, targetPort: 8080}]}
----
-apiVersion: discovery.k8s.io/v1
-kind: EndpointSlice
-metadata: {name: ${name}-1, namespace: shop, labels: {kubernetes.io/service-name: ${name}}}
-addressType: IPv4
-ports: [{name: http, port: ${port}}]
-endpoints: [{addresses: [127.0.0.1], conditions: {ready: true}}]
-`;
-  return `${svc('web', echo.web)}---
-${svc('api', echo.api)}---
+  return `${serviceManifest('web', echo.web)}---
+${serviceManifest('api', echo.api)}---
 apiVersion: networking.k8s.io/v1
 kind: Ingress
 metadata: {name: secure, namespace: shop}

@@ -80,3 +80,19 @@ export function send(port: number, req: Send): Promise<Reply> {
 }
 
 export { until } from '../support/until.ts';
+
+/** A Service `name` in namespace shop (port 80, named http) and an EndpointSlice with one ready endpoint, 127.0.0.1:`port`, as YAML. */
+export function serviceManifest(name: string, port: number): string {
+  return `apiVersion: v1
+kind: Service
+metadata: {name: ${name}, namespace: shop}
+spec: {ports: [{name: http, port: 80, targetPort: 8080}]}
+---
+apiVersion: discovery.k8s.io/v1
+kind: EndpointSlice
+metadata: {name: ${name}-1, namespace: shop, labels: {kubernetes.io/service-name: ${name}}}
+addressType: IPv4
+ports: [{name: http, port: ${port}}]
+endpoints: [{addresses: [127.0.0.1], conditions: {ready: true}}]
+`;
+}
