@@ -71,7 +71,7 @@ export class HaproxyProcess {
     child.once('exit', (code, signal) => {
       if (!started || this.stopping) return;
       // What the master printed about it arrives with the last output, before the pipes close.
-      void Promise.race([closed, sleep(150)]).then(() => {
+      void Promise.race([closed, sleep(50)]).then(() => {
         if (!this.stopping && this.child === child) this.options.onExit?.(this.describeExit(child.pid, code, signal));
       });
     });

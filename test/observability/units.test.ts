@@ -4,7 +4,7 @@ import { createServer } from 'node:net';
 import { describe, it } from 'node:test';
 import type { ControllerEvent, Deployment, Reconcile } from '../../src/events.ts';
 import { logLine } from '../../src/observability/event-log.ts';
-import { startObservability } from '../../src/observability/index.ts';
+import { createObserver, startObservability } from '../../src/observability/index.ts';
 import { ReconcileLifecycle } from '../../src/observability/lifecycle.ts';
 import { ControllerMetrics } from '../../src/observability/metrics.ts';
 import { from, lastValueFrom, toArray } from 'rxjs';
@@ -16,7 +16,7 @@ import { printable } from '../../src/printable.ts';
 import { sealRendered } from '../../src/templating/rendered.ts';
 import { freePort } from '../support/ports.ts';
 import { fetchText } from './local-haprx.ts';
-import { capturedLogger } from './support.ts';
+import { capturedLogger, value } from './support.ts';
 
 const KEY = '-----BEGIN EC PRIVATE KEY-----\nMHcCAQEEIBVvZxX0aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaoAoGCCqGSM49\nAwEHoUQDQgAEbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb\n-----END EC PRIVATE KEY-----\n';
 const CERT = '-----BEGIN CERTIFICATE-----\nMIIBcertcertcertcertcertcertcertcertcert\n-----END CERTIFICATE-----\n';
@@ -189,6 +189,46 @@ describe('printable', () => {
   it('escapes C0 and C1 controls, DEL, line separators and bidi controls, and keeps the rest', () => {
     assert.equal(printable('a\tb\nc\rd\u0000e\u007f\u0085\u2029\u202e\u2066'), 'a\\tb\\nc\\rd\\x00e\\x7f\\x85\\u2029\\u202e\\u2066');
     assert.equal(printable('shop.example/ü ✓ \\d'), 'shop.example/ü ✓ \\d');
+  });
+});
+
+describe('a target that haprx runs itself', () => {
+  it('fails /healthz and /readyz with the cause while it is down, logs both ends, and counts the restart', async () => {
+    const { log, lines } = capturedLogger();
+    const obs = createObserver({ log, defaultMetrics: false });
+    const endpoint = { id: 'local', address: '/state' };
+    const reconcile: Reconcile = { seq: 1, at: 0, cause: { reason: 'config', changes: [] } };
+    const config = sealRendered({ main: 'global\n', maps: {}, files: {}, certs: {} });
+    obs.record({ type: 'ReconcileTriggered', reconcile });
+    obs.record({ type: 'Rendered', reconcile, config, durationMs: 1 });
+    obs.record({ type: 'Validated', reconcile, config, durationMs: 1 });
+    const healthz = async () => (await obs.healthRoutes['/healthz']!(new URL('http://x/healthz'), {} as never)) as { status: number; body: string };
+    const readyz = async () => (await obs.healthRoutes['/readyz']!(new URL('http://x/readyz'), {} as never)) as { status: number; body: string };
+    assert.equal((await healthz()).status, 200);
+    assert.equal((await readyz()).status, 200);
+
+    obs.record({ type: 'TargetDown', endpoint, cause: 'haproxy master (pid 7) was killed by SIGKILL' });
+    const down = await healthz();
+    assert.equal(down.status, 503);
+    assert.deepEqual((JSON.parse(down.body) as { status: string; down: { endpoint: string; cause: string }[] }).down.map((d) => [d.endpoint, d.cause]), [['local', 'haproxy master (pid 7) was killed by SIGKILL']]);
+    assert.match((JSON.parse(down.body) as { status: string }).status, /^target down$/);
+    const notReady = await readyz();
+    assert.equal(notReady.status, 503);
+    assert.deepEqual((JSON.parse(notReady.body) as { waitingFor: string[] }).waitingFor, ['haproxy to run again']);
+    assert.equal(await value(obs.metrics.registry, 'haprx_ready'), 0);
+
+    obs.record({ type: 'TargetRestarted', endpoint, cause: 'haproxy master (pid 7) was killed by SIGKILL', downMs: 80 });
+    assert.equal((await healthz()).status, 200);
+    assert.equal((await readyz()).status, 200);
+    assert.equal(await value(obs.metrics.registry, 'haprx_target_restarts_total', { endpoint: 'local' }), 1);
+    const logged = lines.map((l) => JSON.parse(l) as { level: number; msg: string }).filter((l) => /haproxy local/.test(l.msg));
+    assert.deepEqual(
+      logged.map((l) => [l.level, l.msg]),
+      [
+        [50, 'haproxy local is down: haproxy master (pid 7) was killed by SIGKILL'],
+        [40, 'haproxy local restarted with the last configuration it had taken, 80 ms after: haproxy master (pid 7) was killed by SIGKILL'],
+      ],
+    );
   });
 });
 
