@@ -26,7 +26,8 @@ export const localCommand: Command = {
 Runs the controller until interrupted. Kubernetes objects come from the YAML files
 in DIR, which is watched: edit a file and haprx reconciles. haprx starts haproxy in
 master-worker mode and deploys to it, through the runtime API where it can and by
-reloading where it must. The haproxy stops when haprx exits.
+reloading where it must. If haproxy stops on its own, haprx starts it again with
+the last configuration it took. The haproxy stops when haprx exits (docs/local.md).
 
 Options:
   --templates DIR     template folder, watched too (default: the shipped templates)

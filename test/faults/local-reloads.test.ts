@@ -12,27 +12,12 @@ import { after, before, describe, it } from 'node:test';
 import { renderOnce } from '../../src/cli/render-once.ts';
 import { LocalTarget } from '../../src/local/target.ts';
 import { startEcho } from '../support/echo-backend.ts';
+import { manifest } from '../support/local-haprx.ts';
 import { freePort } from '../support/ports.ts';
 
 const ROOT = new URL('../..', import.meta.url).pathname;
 
-const service = (name: string) => `apiVersion: v1\nkind: Service\nmetadata: {name: ${name}, namespace: shop}\nspec:\n  ports: [{name: http, port: 80}]\n`;
-const slice = (name: string, service: string, ports: number[]) => `apiVersion: discovery.k8s.io/v1
-kind: EndpointSlice
-metadata: {name: ${name}, namespace: shop, labels: {kubernetes.io/service-name: ${service}}}
-addressType: IPv4
-ports: [{name: http, port: ${ports[0]}}]
-endpoints:
-  - {addresses: [127.0.0.1], conditions: {ready: true}}
-`;
-const ingress = (name: string, host: string, backend: string) => `apiVersion: networking.k8s.io/v1
-kind: Ingress
-metadata: {name: ${name}, namespace: shop}
-spec:
-  rules:
-    - host: ${host}
-      http: {paths: [{path: /, pathType: Prefix, backend: {service: {name: ${backend}, port: {number: 80}}}}]}
-`;
+const { service, slice, ingress } = manifest;
 
 /** One GET; resolves with a failure description, or undefined when the answer was a 200. */
 function probe(port: number, agent: Agent | false): Promise<string | undefined> {
@@ -80,7 +65,7 @@ describe('zero failed requests across reloads and runtime changes (real haproxy,
   };
 
   it('keeps keep-alive and new-connection clients free of errors through 20 reloads and 20 runtime changes', async (t) => {
-    const slices = (ports: number[]) => ports.map((p, i) => slice(`web-${i}-${p}`, 'web', [p])).join('---\n');
+    const slices = (ports: number[]) => ports.map((p, i) => slice(`web-${i}-${p}`, 'web', p)).join('---\n');
     await writeFile(join(manifests, 'web.yaml'), [service('web'), ingress('shop', 'shop.test', 'web')].join('---\n'));
     await writeFile(join(manifests, 'slices.yaml'), slices([echo[0]!.port, echo[1]!.port]));
     assert.equal((await deploy()).reloaded, true, 'started');
@@ -103,7 +88,7 @@ describe('zero failed requests across reloads and runtime changes (real haproxy,
     const started = Date.now();
     for (let step = 1; step <= 20; step++) {
       // A new Service with its own backend: a reload.
-      await writeFile(join(manifests, `extra-${step}.yaml`), [service(`extra-${step}`), slice(`extra-${step}`, `extra-${step}`, [echo[3]!.port]), ingress(`extra-${step}`, `extra-${step}.test`, `extra-${step}`)].join('---\n'));
+      await writeFile(join(manifests, `extra-${step}.yaml`), [service(`extra-${step}`), slice(`extra-${step}`, `extra-${step}`, echo[3]!.port), ingress(`extra-${step}`, `extra-${step}.test`, `extra-${step}`)].join('---\n'));
       if ((await deploy()).reloaded) reloads++;
       await new Promise((r) => setTimeout(r, 100));
       // web's endpoints change: servers added and removed at runtime.
