@@ -36,46 +36,159 @@ export interface Section {
   /** '' for unnamed sections (global, anonymous defaults). */
   name: string;
   header: ConfigLine;
-  lines: ConfigLine[];
+  /** Tokenised on first use: a plan reads only the sections whose text changed. */
+  readonly lines: readonly ConfigLine[];
+  /** The lines after the header as written: equal texts mean equal sections. */
+  readonly text: string;
+  /** Lines of the section that could not be tokenised (tokenises it). */
+  readonly errors: readonly ParseError[];
+}
+
+export interface ParseError {
+  line: number;
+  message: string;
 }
 
 export interface HaproxyConfig {
   /** Lines before the first section header; haproxy rejects them. */
   orphans: ConfigLine[];
   sections: Section[];
-  /** Lines that could not be tokenised, e.g. an unterminated quote. */
-  errors: { line: number; message: string }[];
+  /** Lines that could not be tokenised, e.g. an unterminated quote (tokenises every section). */
+  readonly errors: readonly ParseError[];
+  /** Those of them before the first section. */
+  readonly orphanErrors: readonly ParseError[];
 }
 
 export function isSectionKeyword(word: string): word is SectionType {
   return SECTION_SET.has(word);
 }
 
-export function parseConfig(source: string): HaproxyConfig {
-  const config: HaproxyConfig = { orphans: [], sections: [], errors: [] };
-  let current: Section | undefined;
-  const rawLines = source.split('\n');
-  for (let i = 0; i < rawLines.length; i++) {
-    const raw = rawLines[i]!.replace(/\r$/, '');
-    const tokens = tokenize(raw);
-    if ('error' in tokens) {
-      config.errors.push({ line: i + 1, message: tokens.error });
-      continue;
-    }
-    const [keyword, ...args] = tokens.args;
-    if (keyword === undefined) continue;
-    const line: ConfigLine = { line: i + 1, keyword, args, text: tokens.text, comment: tokens.comment };
-    if (isSectionKeyword(keyword)) {
-      current = { type: keyword, name: args[0] ?? '', header: line, lines: [] };
-      config.sections.push(current);
-    } else if (current) {
-      current.lines.push(line);
-    } else {
-      config.orphans.push(line);
-    }
+/** A section whose lines are tokenised when first read. */
+class LazySection implements Section {
+  readonly type: SectionType;
+  readonly name: string;
+  readonly header: ConfigLine;
+  readonly text: string;
+  private readonly firstLine: number;
+  private parsed: { lines: ConfigLine[]; errors: ParseError[] } | undefined;
+
+  constructor(header: ConfigLine & { keyword: SectionType }, text: string, firstLine: number) {
+    this.type = header.keyword;
+    this.name = header.args[0] ?? '';
+    this.header = header;
+    this.text = text;
+    this.firstLine = firstLine;
   }
-  return config;
+
+  get lines(): readonly ConfigLine[] {
+    return this.parse().lines;
+  }
+
+  get errors(): readonly ParseError[] {
+    return this.parse().errors;
+  }
+
+  /** Whether the lines were read; for tests of what a plan touches. */
+  get tokenized(): boolean {
+    return this.parsed !== undefined;
+  }
+
+  private parse(): { lines: ConfigLine[]; errors: ParseError[] } {
+    if (!this.parsed) {
+      const lines: ConfigLine[] = [];
+      const errors: ParseError[] = [];
+      forEachLine(this.text, this.firstLine, (raw, n) => {
+        const tokens = tokenize(raw);
+        if ('error' in tokens) errors.push({ line: n, message: tokens.error });
+        else if (tokens.args.length > 0) lines.push({ line: n, keyword: tokens.args[0]!, args: tokens.args.slice(1), text: tokens.text, comment: tokens.comment });
+      });
+      this.parsed = { lines, errors };
+    }
+    return this.parsed;
+  }
 }
+
+/** Calls `fn` with every line (without its line break and a trailing CR) and its 1-based number. */
+function forEachLine(text: string, firstLine: number, fn: (raw: string, line: number) => void): void {
+  let n = firstLine;
+  for (let at = 0; at < text.length; n++) {
+    const nl = text.indexOf('\n', at);
+    const end = nl < 0 ? text.length : nl;
+    fn(text.charCodeAt(end - 1) === 13 ? text.slice(at, end - 1) : text.slice(at, end), n);
+    at = end + 1;
+  }
+}
+
+// First letters of the section keywords: any other line is not a header, without slicing it.
+const HEADER_INITIALS = new Set(SECTION_KEYWORDS.map((k) => k.charCodeAt(0)));
+
+/** The section keyword a line starts with, read without tokenising the line when it can be. */
+function headerKeyword(source: string, start: number, end: number): SectionType | 'maybe' | undefined {
+  let i = start;
+  while (i < end && (source.charCodeAt(i) === 32 || source.charCodeAt(i) === 9)) i++;
+  if (i === end || !HEADER_INITIALS.has(source.charCodeAt(i))) return undefined;
+  let j = i;
+  for (; j < end; j++) {
+    const c = source.charCodeAt(j);
+    if (c === 32 || c === 9 || c === 35 || c === 13) break;
+    // A quote or an escape can join words: only the tokeniser can tell.
+    if (c === 34 || c === 39 || c === 92) return 'maybe';
+  }
+  const word = source.slice(i, j);
+  return isSectionKeyword(word) ? word : undefined;
+}
+
+/**
+ * Splits a configuration into sections. Only header lines (and lines before the
+ * first section) are tokenised here; each section's lines are tokenised when first
+ * read, so work on a large configuration follows what is read of it.
+ */
+export function parseConfig(source: string): HaproxyConfig {
+  const orphans: ConfigLine[] = [];
+  const sections: Section[] = [];
+  const early: ParseError[] = [];
+  let open: { header: ConfigLine & { keyword: SectionType }; bodyStart: number; firstLine: number } | undefined;
+  const close = (until: number) => {
+    if (open) sections.push(new LazySection(open.header, source.slice(open.bodyStart, until), open.firstLine));
+  };
+  let n = 1;
+  for (let at = 0; at < source.length; n++) {
+    const nl = source.indexOf('\n', at);
+    const end = nl < 0 ? source.length : nl;
+    const next = end + 1;
+    const kind = headerKeyword(source, at, end);
+    if (kind !== undefined || !open) {
+      const raw = source.slice(at, source.charCodeAt(end - 1) === 13 ? end - 1 : end);
+      const tokens = tokenize(raw);
+      if ('error' in tokens) {
+        // Inside a section the error is the section's; before any, the file's.
+        if (!open) early.push({ line: n, message: tokens.error });
+      } else if (tokens.args.length > 0) {
+        const [keyword, ...args] = tokens.args as [string, ...string[]];
+        const line: ConfigLine = { line: n, keyword, args, text: tokens.text, comment: tokens.comment };
+        if (isSectionKeyword(keyword)) {
+          close(at);
+          open = { header: line as ConfigLine & { keyword: SectionType }, bodyStart: Math.min(next, source.length), firstLine: n + 1 };
+        } else if (!open) {
+          orphans.push(line);
+        }
+      }
+    }
+    at = next;
+  }
+  close(source.length);
+  return {
+    orphans,
+    sections,
+    orphanErrors: early,
+    get errors() {
+      return [...early, ...sections.flatMap((s) => s.errors)].sort((a, b) => a.line - b.line);
+    },
+  };
+}
+
+const QUOTING = /["'\\]/;
+const BLANKS = /[ \t]+/;
 
 /**
  * Splits a line into words the way haproxy does: whitespace separates, `#`
@@ -83,6 +196,14 @@ export function parseConfig(source: string): HaproxyConfig {
  * quotes group words (quotes are removed; escapes inside double quotes apply).
  */
 export function tokenize(raw: string): { args: string[]; text: string; comment: string } | { error: string } {
+  // Most lines hold no quote and no escape: plain splitting gives the same words.
+  if (!QUOTING.test(raw)) {
+    const hash = raw.indexOf('#');
+    const body = hash < 0 ? raw : raw.slice(0, hash);
+    const words = body.split(BLANKS);
+    const args = words.filter((w) => w !== '');
+    return { args, text: body.trim(), comment: hash < 0 ? '' : raw.slice(hash + 1).trim() };
+  }
   const args: string[] = [];
   let word = '';
   let inWord = false;

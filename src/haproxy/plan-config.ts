@@ -16,25 +16,41 @@ function fromName(section: Section): string | undefined {
   return i >= 0 ? section.header.args[i + 1] : undefined;
 }
 
+/** Each section's defaults chain, found in one pass over a configuration's sections. */
+const chains = new WeakMap<HaproxyConfig, Map<Section, Section[]>>();
+
+function chainsOf(config: HaproxyConfig): Map<Section, Section[]> {
+  let found = chains.get(config);
+  if (found) return found;
+  found = new Map();
+  const named = new Map<string, Section>();
+  for (const s of config.sections) if (s.type === 'defaults' && !named.has(s.name)) named.set(s.name, s);
+  let lastDefaults: Section | undefined;
+  for (const section of config.sections) {
+    const chain: Section[] = [];
+    const from = fromName(section);
+    let current = from !== undefined ? named.get(from) : section.type !== 'defaults' ? lastDefaults : undefined;
+    while (current && !chain.includes(current)) {
+      chain.unshift(current);
+      const parent = fromName(current);
+      current = parent === undefined ? undefined : named.get(parent);
+    }
+    found.set(section, chain);
+    if (section.type === 'defaults') lastDefaults = section;
+  }
+  chains.set(config, found);
+  return found;
+}
+
 /**
  * The defaults sections a section inherits from, outermost first. A proxy
  * takes the defaults section its header names with `from`, otherwise the last
  * defaults section before it; a defaults section only inherits through `from`
- * (each one starts afresh otherwise).
+ * (each one starts afresh otherwise). Found for every section at once, so a
+ * plan over many backends stays linear.
  */
 export function defaultsChain(config: HaproxyConfig, section: Section): Section[] {
-  const chain: Section[] = [];
-  const index = config.sections.indexOf(section);
-  let current: Section | undefined;
-  const named = fromName(section);
-  if (named !== undefined) current = config.sections.find((s) => s.type === 'defaults' && s.name === named);
-  else if (section.type !== 'defaults') current = config.sections.slice(0, index).findLast((s) => s.type === 'defaults');
-  while (current && !chain.includes(current)) {
-    chain.unshift(current);
-    const parent = fromName(current);
-    current = parent === undefined ? undefined : config.sections.find((s) => s.type === 'defaults' && s.name === parent);
-  }
-  return chain;
+  return chainsOf(config).get(section) ?? [];
 }
 
 /** The last line with a keyword in the section, else in the nearest defaults section that has one. */
@@ -103,16 +119,20 @@ export function parseIpAddress(address: string): IpAddress | undefined {
  * `backend be: line "timeout server 5s" changed to "timeout server 9s"`.
  */
 export function diffLines(label: string, before: readonly ConfigLine[], after: readonly ConfigLine[]): string[] {
+  const keysBefore = before.map(lineKey);
+  const keysAfter = after.map(lineKey);
   let start = 0;
-  while (start < before.length && start < after.length && lineKey(before[start]!) === lineKey(after[start]!)) start++;
+  while (start < before.length && start < after.length && keysBefore[start] === keysAfter[start]) start++;
   let endB = before.length;
   let endA = after.length;
-  while (endB > start && endA > start && lineKey(before[endB - 1]!) === lineKey(after[endA - 1]!)) {
+  while (endB > start && endA > start && keysBefore[endB - 1] === keysAfter[endA - 1]) {
     endB--;
     endA--;
   }
   const a = before.slice(start, endB);
   const b = after.slice(start, endA);
+  const ka = keysBefore.slice(start, endB);
+  const kb = keysAfter.slice(start, endA);
   if (a.length === 0 && b.length === 0) return [];
   // A table this large would not help a reader anyway.
   if (a.length * b.length > 1_000_000) return [`${label}: ${Math.max(a.length, b.length)} lines changed`];
@@ -121,10 +141,7 @@ export function diffLines(label: string, before: readonly ConfigLine[], after: r
   const table = new Uint32Array((a.length + 1) * width);
   for (let i = a.length - 1; i >= 0; i--) {
     for (let j = b.length - 1; j >= 0; j--) {
-      table[i * width + j] =
-        lineKey(a[i]!) === lineKey(b[j]!)
-          ? table[(i + 1) * width + j + 1]! + 1
-          : Math.max(table[(i + 1) * width + j]!, table[i * width + j + 1]!);
+      table[i * width + j] = ka[i] === kb[j] ? table[(i + 1) * width + j + 1]! + 1 : Math.max(table[(i + 1) * width + j]!, table[i * width + j + 1]!);
     }
   }
   const reasons: string[] = [];
@@ -141,7 +158,7 @@ export function diffLines(label: string, before: readonly ConfigLine[], after: r
   let i = 0;
   let j = 0;
   while (i < a.length || j < b.length) {
-    if (i < a.length && j < b.length && lineKey(a[i]!) === lineKey(b[j]!)) {
+    if (i < a.length && j < b.length && ka[i] === kb[j]) {
       flush();
       i++;
       j++;

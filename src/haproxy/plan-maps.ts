@@ -35,6 +35,8 @@ export function mapReferences(config: HaproxyConfig, name: string): MapReference
   const other = new Set<string>();
   let orderFree = true;
   for (const section of config.sections) {
+    // Only sections that name the file are read.
+    if (!section.text.includes(suffix)) continue;
     for (const line of section.lines) {
       for (const word of line.args) {
         if (!word.includes(suffix)) continue;

@@ -72,10 +72,14 @@ export interface RunningFacts {
   tracked: ReadonlySet<string>;
 }
 
+// Sections without any of these words hold nothing for RunningFacts and are not read.
+const FACT_WORDS = /\b(track|ca-file|crl-file|crt)\b/;
+
 export function runningFacts(config: HaproxyConfig): RunningFacts {
   const loadedFiles = new Set<string>();
   const tracked = new Set<string>();
   for (const section of config.sections) {
+    if (!FACT_WORDS.test(section.text)) continue;
     for (const line of section.lines) {
       if (line.keyword !== 'server' && line.keyword !== 'default-server') continue;
       line.args.forEach((word, i) => {
@@ -129,7 +133,8 @@ export function planServers(
   before: ServerDecl[],
   after: ServerDecl[],
   config: HaproxyConfig,
-  running: RunningFacts,
+  /** Read only when a server is added or removed. */
+  running: () => RunningFacts,
 ): ServerPlan {
   const label = sectionLabel(section);
   const backend = section.name;
@@ -187,14 +192,14 @@ export function planServers(
       health: settings.some((g) => g[0] === 'check'),
       agent: settings.some((g) => g[0] === 'agent-check'),
     };
-    const problem = addProblem(decl, op, running);
+    const problem = addProblem(decl, op, running());
     if (problem !== undefined) fail(`server ${name} cannot be added at runtime: ${problem}`);
     else plan.adds.push(op);
   }
 
   for (const name of removed) {
     const decl = old.get(name)!;
-    if (running.tracked.has(`${backend}/${name}`)) fail(`server ${name} cannot be deleted at runtime: another server tracks it`);
+    if (running().tracked.has(`${backend}/${name}`)) fail(`server ${name} cannot be deleted at runtime: another server tracks it`);
     else {
       const agent = (decl.effective?.settings ?? []).some((g) => g[0] === 'agent-check');
       const id = idOf(decl);

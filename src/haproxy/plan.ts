@@ -39,7 +39,7 @@ import { parseConfig } from './config.ts';
 import type { RenderedConfig } from '../templating/rendered.ts';
 import { compareStrings, diffLines, lineKey, sectionLabel } from './plan-config.ts';
 import { planMap } from './plan-maps.ts';
-import { collectServers, planServers, runningFacts } from './plan-servers.ts';
+import { DRAIN_MARKER, collectServers, planServers, runningFacts } from './plan-servers.ts';
 import type { Plan, RuntimeOp, ServerAddOp, ServerDelOp, ServerRef, ServerStateOp } from './plan-types.ts';
 
 export type * from './plan-types.ts';
@@ -48,6 +48,22 @@ export { DRAIN_MARKER } from './plan-servers.ts';
 export { RUNTIME_SERVER_KEYWORDS, SERVER_KEYWORDS } from './plan-server-options.ts';
 
 const SERVER_SECTIONS: ReadonlySet<string> = new Set(['backend', 'listen']);
+
+/**
+ * Each render's parsed configuration (as the plan reads it), kept as long as the render is: the configuration
+ * an instance runs is split once, and its sections tokenised once, however many plans
+ * start from it.
+ */
+const parsed = new WeakMap<RenderedConfig, HaproxyConfig>();
+
+export function configOf(rendered: RenderedConfig): HaproxyConfig {
+  let config = parsed.get(rendered);
+  if (!config) {
+    config = parseConfig(rendered.main);
+    parsed.set(rendered, config);
+  }
+  return config;
+}
 
 function auxReasons(what: string, before: Readonly<Record<string, string>>, after: Readonly<Record<string, string>>): string[] {
   const names = [...new Set([...Object.keys(before), ...Object.keys(after)])].sort(compareStrings);
@@ -79,7 +95,8 @@ const byServer = (a: ServerRef, b: ServerRef) => compareStrings(a.backend, b.bac
 function drainOps(config: HaproxyConfig): ServerStateOp[] {
   const ops: ServerStateOp[] = [];
   for (const section of config.sections) {
-    if (!SERVER_SECTIONS.has(section.type)) continue;
+    // Only sections that mention the marker are read.
+    if (!SERVER_SECTIONS.has(section.type) || !section.text.includes(DRAIN_MARKER)) continue;
     for (const s of collectServers(config, section)) {
       if (s.state === 'drain') ops.push({ kind: 'server-state', backend: section.name, server: s.name, state: 'drain' });
     }
@@ -87,10 +104,14 @@ function drainOps(config: HaproxyConfig): ServerStateOp[] {
   return ops.sort(byServer);
 }
 
+/**
+ * Plans in time linear in the size of the two configurations, and reads (tokenises)
+ * only the sections whose text differs: a change of one backend's servers in a
+ * configuration of ten thousand backends compares texts and reads that one backend.
+ */
 export function planDeployment(previous: RenderedConfig | undefined, next: RenderedConfig): Plan {
-  const nextConfig = parseConfig(next.main);
-  const drains = drainOps(nextConfig);
-  if (previous === undefined) return { kind: 'reload', reasons: ['nothing is deployed yet'], after: drains };
+  const nextConfig = configOf(next);
+  if (previous === undefined) return { kind: 'reload', reasons: ['nothing is deployed yet'], after: drainOps(nextConfig) };
   if (previous.hash === next.hash) return { kind: 'none' };
 
   const reasons: string[] = [
@@ -104,36 +125,42 @@ export function planDeployment(previous: RenderedConfig | undefined, next: Rende
     else if (next.maps[name] === undefined) reasons.push(`map ${name} was removed`);
   }
 
-  const prevConfig = parseConfig(previous.main);
-  for (const [config, which] of [[prevConfig, 'previous'], [nextConfig, 'new']] as const) {
-    for (const e of config.errors) reasons.push(`the ${which} haproxy.cfg cannot be read at line ${e.line}: ${e.message}`);
-  }
-  reasons.push(...diffLines('lines before the first section', prevConfig.orphans, nextConfig.orphans));
-
+  const prevConfig = configOf(previous);
   const prevKeys = sectionKeys(prevConfig);
   const nextKeys = sectionKeys(nextConfig);
   const prevIndex = new Map(prevKeys.map((k, i) => [k, i]));
   const nextIndex = new Map(nextKeys.map((k, i) => [k, i]));
+  const common = nextKeys.filter((k) => prevIndex.has(k));
+  // Sections with the same header and text are the same: only the others are read.
+  const changed: { key: string; was: Section; is: Section }[] = [];
+  for (const key of common) {
+    const was = prevConfig.sections[prevIndex.get(key)!]!;
+    const is = nextConfig.sections[nextIndex.get(key)!]!;
+    if (was.text !== is.text || was.header.text !== is.header.text) changed.push({ key, was, is });
+  }
+  for (const [config, which, sections] of [[prevConfig, 'previous', changed.map((c) => c.was)], [nextConfig, 'new', changed.map((c) => c.is)]] as const) {
+    const errors = [...config.orphanErrors, ...sections.flatMap((s) => s.errors)].sort((a, b) => a.line - b.line);
+    for (const e of errors) reasons.push(`the ${which} haproxy.cfg cannot be read at line ${e.line}: ${e.message}`);
+  }
+  reasons.push(...diffLines('lines before the first section', prevConfig.orphans, nextConfig.orphans));
+
   nextKeys.forEach((k, i) => {
     if (!prevIndex.has(k)) reasons.push(`${sectionLabel(nextConfig.sections[i]!)} is new`);
   });
   prevKeys.forEach((k, i) => {
     if (!nextIndex.has(k)) reasons.push(`${sectionLabel(prevConfig.sections[i]!)} was removed`);
   });
-  const common = nextKeys.filter((k) => prevIndex.has(k));
   if (common.join('\n') !== prevKeys.filter((k) => nextIndex.has(k)).join('\n')) {
     // Order decides which defaults section a proxy inherits from.
     reasons.push('the order of sections changed');
   }
 
-  const running = runningFacts(prevConfig);
+  const running = once(() => runningFacts(prevConfig));
   const earlyDels: ServerDelOp[] = [];
   const adds: ServerAddOp[] = [];
   const changes: (RuntimeOp & ServerRef)[][] = [];
   const dels: ServerDelOp[] = [];
-  for (const key of common) {
-    const was: Section = prevConfig.sections[prevIndex.get(key)!]!;
-    const is: Section = nextConfig.sections[nextIndex.get(key)!]!;
+  for (const { was, is } of changed) {
     const label = sectionLabel(is);
     if (lineKey(was.header) !== lineKey(is.header)) {
       reasons.push(`${label}: header "${was.header.text}" changed to "${is.header.text}"`);
@@ -173,7 +200,7 @@ export function planDeployment(previous: RenderedConfig | undefined, next: Rende
     mapOps.push(...map.ops);
   }
 
-  if (reasons.length > 0) return { kind: 'reload', reasons, after: drains };
+  if (reasons.length > 0) return { kind: 'reload', reasons, after: drainOps(nextConfig) };
   // New capacity first (after deletes that free an id it takes), then changes and routing, removals last.
   earlyDels.sort(byServer);
   adds.sort(byServer);
@@ -181,4 +208,9 @@ export function planDeployment(previous: RenderedConfig | undefined, next: Rende
   dels.sort(byServer);
   const ops = [...earlyDels, ...adds, ...changes.flat(), ...mapOps, ...dels];
   return ops.length === 0 ? { kind: 'none' } : { kind: 'runtime', ops };
+}
+
+function once<T>(compute: () => T): () => T {
+  let value: { v: T } | undefined;
+  return () => (value ??= { v: compute() }).v;
 }

@@ -20,6 +20,12 @@ describe('tokenize', () => {
     assert.deepEqual((tokenize('acl a path \\#frag') as { args: string[] }).args, ['acl', 'a', 'path', '#frag']);
   });
 
+  it('splits lines without quotes or escapes by blanks and tabs only', () => {
+    assert.deepEqual(tokenize('\tserver\ts1  10.0.0.1:80\vweight 2#c'), { args: ['server', 's1', '10.0.0.1:80\vweight', '2'], text: 'server\ts1  10.0.0.1:80\vweight 2', comment: 'c' });
+    assert.deepEqual(tokenize('   '), { args: [], text: '', comment: '' });
+    assert.deepEqual(tokenize('# only a comment '), { args: [], text: '', comment: 'only a comment' });
+  });
+
   it('reports an unterminated quote', () => {
     assert.deepEqual(tokenize('bind "oops'), { error: 'unterminated double quote' });
   });
@@ -75,5 +81,21 @@ describe('parseConfig', () => {
     const config = parseConfig('global\r\n  daemon\r\n');
     assert.equal(config.sections[0]!.lines[0]!.keyword, 'daemon');
     assert.equal(config.sections[0]!.lines[0]!.text, 'daemon');
+  });
+
+  it('reads a section only when its lines are asked for', () => {
+    const config = parseConfig('global\n  daemon\nbackend a\n  server s1 10.0.0.1:80\nbackend b\n  server s2 "10.0.0.2:80\n');
+    const tokenized = () => config.sections.map((s) => (s as unknown as { tokenized: boolean }).tokenized);
+    assert.deepEqual(tokenized(), [false, false, false]);
+    assert.deepEqual(config.sections.map((s) => s.text), ['  daemon\n', '  server s1 10.0.0.1:80\n', '  server s2 "10.0.0.2:80\n']);
+    assert.deepEqual(config.sections[1]!.lines.map((l) => [l.line, l.keyword, ...l.args]), [[4, 'server', 's1', '10.0.0.1:80']]);
+    assert.deepEqual(tokenized(), [false, true, false]);
+    assert.deepEqual(config.errors, [{ line: 6, message: 'unterminated double quote' }]);
+  });
+
+  it('finds headers written with quotes or escapes, and not inside comments', () => {
+    const config = parseConfig('"backend" one\n  # backend not\nback\\end two\n  server s 10.0.0.1:80\n');
+    assert.deepEqual(config.sections.map((s) => [s.type, s.name, s.header.line]), [['backend', 'one', 1], ['backend', 'two', 3]]);
+    assert.deepEqual(config.sections[1]!.lines.map((l) => l.line), [4]);
   });
 });

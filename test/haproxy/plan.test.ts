@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { planDeployment } from '../../src/haproxy/plan.ts';
+import { configOf, planDeployment } from '../../src/haproxy/plan.ts';
 import type { Plan, RuntimeOp } from '../../src/haproxy/plan.ts';
 import { sealRendered } from '../../src/templating/rendered.ts';
 import type { RenderedConfig } from '../../src/templating/rendered.ts';
@@ -521,5 +521,30 @@ describe('planDeployment: reloads', () => {
       'map new.map is new',
       'global: line "maxconn 1000" changed to "maxconn 2000"',
     ]);
+  });
+});
+
+describe('planDeployment: large configurations', () => {
+  const big = (servers: (i: number) => string) => {
+    const backends = Array.from({ length: 2_000 }, (_, i) => `backend be_${i}\n    balance roundrobin\n${servers(i)}\n`);
+    return sealRendered({ main: `global\n    maxconn 100\ndefaults\n    mode http\n    timeout connect 1s\n${backends.join('')}`, maps: {}, files: {}, certs: {} });
+  };
+  const tokenized = (config: RenderedConfig) => configOf(config).sections.filter((s) => (s as unknown as { tokenized: boolean }).tokenized).map((s) => `${s.type} ${s.name}`.trim());
+
+  it('reads only the sections whose text changed (and the defaults they inherit)', () => {
+    const prev = big((i) => `    server s1 10.0.${i >> 8}.${i & 255}:80`);
+    const next = big((i) => `    server s1 10.0.${i >> 8}.${i & 255}:80${i === 1234 ? '\n    server s2 10.9.9.9:80' : ''}`);
+    assert.deepEqual(runtimeOps(planDeployment(prev, next)).map((op) => [op.kind, 'backend' in op ? `${op.backend}/${op.server}` : '']), [['server-add', 'be_1234/s2']]);
+    assert.deepEqual(tokenized(next), ['defaults', 'backend be_1234']);
+    assert.deepEqual(tokenized(prev), ['defaults', 'backend be_1234']);
+  });
+
+  it('reads each configuration once however many plans start from it', () => {
+    const prev = big((i) => `    server s1 10.0.${i >> 8}.${i & 255}:80`);
+    const next = big((i) => `    server s1 10.0.${i >> 8}.${i & 255}:${i === 7 ? 81 : 80}`);
+    assert.equal(configOf(prev), configOf(prev));
+    const first = planDeployment(prev, next);
+    assert.deepEqual(planDeployment(prev, next), first);
+    assert.deepEqual(runtimeOps(first), [{ kind: 'server-addr', backend: 'be_7', server: 's1', host: '10.0.0.7', port: 81 }]);
   });
 });
