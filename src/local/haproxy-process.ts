@@ -2,7 +2,7 @@ import { type ChildProcess, spawn } from 'node:child_process';
 import { readFile, rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { type ProcInfo, cliCommand, parseShowProc } from './master-cli.ts';
+import { CliSession, type ProcInfo, cliCommand, parseShowProc } from './master-cli.ts';
 
 export interface HaproxyProcessOptions {
   bin: string;
@@ -40,6 +40,8 @@ export class HaproxyProcess {
   private stopping = false;
   /** Output number when the running haproxy became ready, or last finished a reload: later ALERTs explain an exit. */
   private readyMark = 0;
+  /** Runtime commands share one pipelined connection per running master. */
+  private session: CliSession | undefined;
 
   constructor(options: HaproxyProcessOptions) {
     this.options = { startTimeoutMs: 10_000, reloadTimeoutMs: 15_000, ...options };
@@ -51,6 +53,7 @@ export class HaproxyProcess {
   }
 
   async start(): Promise<void> {
+    this.closeSession();
     await this.killStale();
     await rm(this.masterSocket, { force: true });
     // Only what this process prints explains why it did not start.
@@ -103,9 +106,13 @@ export class HaproxyProcess {
     throw new Error(`haproxy did not start within ${this.options.startTimeoutMs} ms`);
   }
 
-  /** Sends a runtime API command to the current worker. */
-  async runtime(command: string): Promise<string> {
-    return cliCommand(this.masterSocket, `@1 ${command}`);
+  /**
+   * Sends a runtime API command to the current worker. Commands sent without waiting
+   * for each other's answers are pipelined over one connection, answered in order.
+   */
+  runtime(command: string): Promise<string> {
+    this.session ??= new CliSession(this.masterSocket);
+    return this.session.send(`@1 ${command}`);
   }
 
   async showProc(): Promise<ProcInfo> {
@@ -118,6 +125,8 @@ export class HaproxyProcess {
   async reload(): Promise<ReloadResult> {
     const before = await this.showProc();
     const mark = this.outputSeq;
+    // The master drops its connections as it re-executes: later commands open a new one.
+    this.closeSession();
     // The master re-executes itself and drops the connection: no answer to wait for.
     await cliCommand(this.masterSocket, 'reload').catch(() => '');
     const deadline = Date.now() + this.options.reloadTimeoutMs;
@@ -143,6 +152,7 @@ export class HaproxyProcess {
   async stop(): Promise<void> {
     const child = this.child;
     this.stopping = true;
+    this.closeSession();
     if (!child || !this.running) return;
     child.kill('SIGTERM');
     const stopped = await Promise.race([this.exited.then(() => true), sleep(5_000).then(() => false)]);
@@ -150,6 +160,11 @@ export class HaproxyProcess {
       child.kill('SIGKILL');
       await this.exited;
     }
+  }
+
+  private closeSession(): void {
+    this.session?.close();
+    this.session = undefined;
   }
 
   /** Recent output lines; for logs and failure messages. */

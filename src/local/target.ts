@@ -147,32 +147,53 @@ export class LocalTarget {
       : { ok: false, reloaded: true, runtimeOps: 0, error: `reloaded, but ${failure}` };
   }
 
-  /** Applies runtime operations in order; returns what failed, if anything did. */
+  /**
+   * Applies runtime operations in order; returns what failed, if anything did. Every
+   * command is sent at once over the one runtime connection, and the answers are read
+   * in order afterwards: commands after a failed one still run, which is harmless,
+   * since a failure falls back to a reload of the new files.
+   */
   private async runtime(ops: readonly RuntimeOp[]): Promise<string | undefined> {
+    const mapVersions = new Map<RuntimeOp, number>();
     for (const op of ops) {
-      let mapVersion: number | undefined;
       if (op.kind === 'map-replace') {
+        // haproxy allocates the version the entries are added to: one round trip first.
         const reply = await this.haproxy.runtime(prepareMapCommand(op));
-        mapVersion = parsePreparedVersion(reply);
-        if (mapVersion === undefined) return `prepare map ${op.ref} failed: ${reply.trim()}`;
+        const version = parsePreparedVersion(reply);
+        if (version === undefined) return `prepare map ${op.ref} failed: ${reply.trim()}`;
+        mapVersions.set(op, version);
       }
       if (op.kind === 'server-add' && this.pendingDeletes.has(`${op.backend}/${op.server}`)) {
         // The name is still taken by a server waiting to be deleted.
         await this.retryDeletes();
         if (this.pendingDeletes.has(`${op.backend}/${op.server}`)) return `server ${op.backend}/${op.server} is still being deleted`;
       }
-      for (const command of runtimeCommands(op, { mapVersion })) {
-        const reply = await this.haproxy.runtime(command);
-        if (op.kind === 'server-del' && command.startsWith('del server ') && STILL_CONNECTED.test(reply)) {
-          this.pendingDeletes.set(`${op.backend}/${op.server}`, { command, attempts: 0 });
-          this.scheduleRetry();
-          continue;
-        }
-        if (!replySucceeded(command, reply)) return `runtime command "${command.split(' ').slice(0, 3).join(' ')}" failed: ${reply.trim() || 'no answer'}`;
-      }
-      this.step('runtime', `${op.kind} ${'backend' in op ? `${op.backend}/${op.server}` : op.map}`);
     }
-    return undefined;
+    const sent = ops.flatMap((op) =>
+      runtimeCommands(op, { mapVersion: mapVersions.get(op) }).map((command) => ({ op, command, reply: this.haproxy.runtime(command) })),
+    );
+    // Every answer is awaited, so none is left to fail unobserved.
+    const replies = await Promise.allSettled(sent.map((s) => s.reply));
+    let failure: string | undefined;
+    for (const [i, { op, command }] of sent.entries()) {
+      const settled = replies[i]!;
+      const reply = settled.status === 'fulfilled' ? settled.value : '';
+      if (failure !== undefined) continue;
+      if (settled.status === 'rejected') {
+        failure = `runtime command "${command.split(' ').slice(0, 3).join(' ')}" failed: ${(settled.reason as Error).message}`;
+        continue;
+      }
+      if (op.kind === 'server-del' && command.startsWith('del server ') && STILL_CONNECTED.test(reply)) {
+        this.pendingDeletes.set(`${op.backend}/${op.server}`, { command, attempts: 0 });
+        this.scheduleRetry();
+      } else if (!replySucceeded(command, reply)) {
+        failure = `runtime command "${command.split(' ').slice(0, 3).join(' ')}" failed: ${reply.trim() || 'no answer'}`;
+        continue;
+      }
+      // The op's last command answered well: the op is done.
+      if (sent[i + 1]?.op !== op) this.step('runtime', `${op.kind} ${'backend' in op ? `${op.backend}/${op.server}` : op.map}`);
+    }
+    return failure;
   }
 
   /** haproxy stopped on its own: say so, and restart it with the configuration it last took. */

@@ -52,6 +52,19 @@ describe('HaproxyProcess (real haproxy, master-worker)', () => {
     assert.match(state, new RegExp(`be 1 s1 127\\.0\\.0\\.1 .* ${echoes[0]!.port} `));
   });
 
+  it('pipelines runtime commands over one connection, each answer to its command', async () => {
+    const replies = await Promise.all(
+      Array.from({ length: 200 }, (_, i) => [haproxy.runtime(`add server be/p${i} 127.0.0.1:${10_000 + i}`), haproxy.runtime(`del server be/missing${i}`)]).flat(),
+    );
+    for (let i = 0; i < 200; i++) {
+      assert.equal(replies[2 * i]!.trim(), 'New server registered.');
+      assert.equal(replies[2 * i + 1]!.trim(), 'No such server.');
+    }
+    assert.equal((await haproxy.runtime('show servers state be')).split('\n').filter((l) => / p\d+ 127\.0\.0\.1 /.test(l)).length, 200);
+    const removed = await Promise.all(Array.from({ length: 200 }, (_, i) => haproxy.runtime(`del server be/p${i}`)));
+    assert.deepEqual(new Set(removed.map((r) => r.trim())), new Set(['Server deleted.']));
+  });
+
   it('confirms a successful reload through show proc', async () => {
     const before = await haproxy.showProc();
     await writeFile(join(dir, 'haproxy.cfg'), config(port, echoes[1]!.port));
@@ -60,6 +73,8 @@ describe('HaproxyProcess (real haproxy, master-worker)', () => {
     assert.equal(after.reloads, before.reloads + 1);
     assert.notDeepEqual(after.workers.map((w) => w.pid), before.workers.map((w) => w.pid));
     assert.deepEqual(await get(port), { status: 200, body: 'two\n' });
+    // The reload dropped the runtime connection; the next command opens another, to the new worker.
+    assert.match(await haproxy.runtime('show servers state be'), new RegExp(`be 1 s1 127\\.0\\.0\\.1 .* ${echoes[1]!.port} `));
   });
 
   it('reports a refused reload with haproxy own message, and keeps serving the old config', async () => {
