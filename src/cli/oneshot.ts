@@ -1,6 +1,6 @@
 import { resolve } from 'node:path';
 import { parseArgs } from 'node:util';
-import { Validator } from '../haproxy/validate.ts';
+import { Validator, couldNotRun } from '../haproxy/validate.ts';
 import { writeStateFiles } from '../local/state-files.ts';
 import { printable } from '../printable.ts';
 import { parseSets, shippedTemplates } from './args.ts';
@@ -89,7 +89,8 @@ Options:
       process.stdout.write(`valid (${Math.round(result.durationMs)} ms)\n`);
       return 0;
     }
-    for (const p of result.problems) process.stderr.write(`${p.file}${p.line !== undefined ? `:${p.line}` : ''}: ${line(p.message)}\n`);
-    return fail(`invalid (${result.phase})`);
+    for (const p of result.problems) process.stderr.write(`${p.file}${p.line !== undefined ? `:${p.line}` : ''}: ${line(p.message)}
+`);
+    return fail(couldNotRun(result.phase) ? `could not check: haproxy -c did not give a verdict (${result.phase})` : `invalid (${result.phase})`);
   },
 };

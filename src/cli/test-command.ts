@@ -39,7 +39,7 @@ import type { TLSSocket } from 'node:tls';
 import { parse, parseAllDocuments } from 'yaml';
 import { readTemplateDir } from '../config/template-dir.ts';
 import { parseConfig } from '../haproxy/config.ts';
-import { Validator } from '../haproxy/validate.ts';
+import { Validator, couldNotRun } from '../haproxy/validate.ts';
 import type { KubeObject } from '../k8s/resource.ts';
 import { Store } from '../k8s/store.ts';
 import { compileWatches } from '../local/manifests.ts';
@@ -211,7 +211,9 @@ async function runFixture(loaded: LoadedConfig, fixture: Fixture, validator: Val
     if (a.valid !== undefined) {
       const verdict = await validator.validate(config);
       const problems = verdict.ok ? '' : verdict.problems.map((p) => `${p.file}${p.line ? `:${p.line}` : ''}: ${p.message}`).join('; ');
-      results.push({ assertion: `valid: ${a.valid}`, ok: verdict.ok === a.valid, message: verdict.ok ? 'haproxy -c accepted it' : problems });
+      // A check that could not run is no verdict: it fails either assertion.
+      const noVerdict = !verdict.ok && couldNotRun(verdict.phase);
+      results.push({ assertion: `valid: ${a.valid}`, ok: !noVerdict && verdict.ok === a.valid, message: verdict.ok ? 'haproxy -c accepted it' : noVerdict ? `haproxy -c could not run: ${problems}` : problems });
     } else if (a.contains !== undefined || a.notContains !== undefined) {
       const text = fileText(config, a.file ?? 'haproxy.cfg');
       const needle = (a.contains ?? a.notContains)!;

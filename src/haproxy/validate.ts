@@ -32,7 +32,16 @@ import { tokenize } from './config.ts';
 import { MAIN_FILE, checkStructure, fileNameProblem } from './structure.ts';
 import { errorMessage } from '../errors.ts';
 
-export type ValidationPhase = 'structure' | 'haproxy' | 'timeout' | 'spawn' | 'aborted';
+/**
+ * Where a check ended: structure and haproxy are verdicts on the render; timeout,
+ * spawn, killed and aborted mean the check could not run (see `couldNotRun`).
+ */
+export type ValidationPhase = 'structure' | 'haproxy' | 'timeout' | 'spawn' | 'killed' | 'aborted';
+
+/** Phases that say nothing about the render: the same render may pass or fail next time. */
+export function couldNotRun(phase: ValidationPhase): boolean {
+  return phase === 'timeout' || phase === 'spawn' || phase === 'killed' || phase === 'aborted';
+}
 
 export type ValidationResult =
   | { ok: true; warnings: ValidationProblem[]; durationMs: number; cached: boolean }
@@ -389,8 +398,12 @@ export class Validator {
     // The summary lines repeat what the specific alerts say; keep them only when they are all there is.
     const specific = errors.filter((p) => !SUMMARY.some((r) => r.test(p.message)));
     const problems = specific.length > 0 ? specific : errors;
-    const exit = outcome.kind === 'exited' ? `haproxy -c exited with status ${outcome.code}` : `haproxy -c ${SIGNAL_NAMES[outcome.signal] ?? `was killed by ${outcome.signal}`}`;
-    if (problems.length === 0 || outcome.kind === 'signaled') problems.push({ file: MAIN_FILE, message: exit });
+    if (outcome.kind === 'signaled') {
+      // Killed (the OOM killer, a timeout elsewhere) or crashed: no verdict on the render.
+      const message = `haproxy -c ${SIGNAL_NAMES[outcome.signal] ?? `was killed by ${outcome.signal}`}`;
+      return { ok: false, phase: 'killed', problems: [...problems, { file: MAIN_FILE, message }], warnings };
+    }
+    if (problems.length === 0) problems.push({ file: MAIN_FILE, message: `haproxy -c exited with status ${outcome.code}` });
     return { ok: false, phase: 'haproxy', problems, warnings };
   }
 

@@ -122,14 +122,14 @@ describe('Validator with a haproxy test double', () => {
     assert.deepEqual(result.problems, [{ file: 'haproxy.cfg', line: 1, message: 'parsing [haproxy.cfg:1] : rejected by the test double' }]);
   });
 
-  test('a check that crashes fails, and is not remembered', async () => {
+  test('a check that crashes fails as one that could not run, and is not remembered', async () => {
     const v = validator({ signal: 'SEGV' });
     for (let i = 0; i < 2; i++) {
       const result = await v.validate(rendered('crash'));
       assert.equal(result.ok, false);
       assert.equal(result.cached, false);
       if (!result.ok) {
-        assert.equal(result.phase, 'haproxy');
+        assert.equal(result.phase, 'killed');
         assert.match(result.problems.at(-1)!.message, /SIGSEGV/);
       }
     }
