@@ -15,9 +15,13 @@
  * names the render's hash and the version the post creates.
  *
  * A version conflict (409) refetches the version and retries, a bounded number
- * of times. A configuration version other than the one haprx left means someone
- * else changed the instance: the deployment overwrites the change with a full
- * post and a reload, and says so in `detail.drift`.
+ * of times. A configuration version other than the one this target left is read
+ * through the marker: a marker at the current version means another replica of
+ * haprx wrote it (the leader while this one followed), which is adopted when it is
+ * the render wanted (no reload) and otherwise replaced, without crying drift. No
+ * marker, or a marker at an older version, means someone else changed the
+ * instance: the deployment overwrites the change with a full post and a reload,
+ * and says so in `detail.drift`.
  */
 import type { InstanceOutcome } from '../events.ts';
 import { type ReferencingFile, referencingFiles, rewriteFileRefs } from '../haproxy/aux-file-refs.ts';
@@ -193,14 +197,12 @@ export class DataplaneTarget {
       detail.apiVersion = info.version;
       let version = await this.fetchVersion(ctx);
       let previous = this.state;
-      if (previous && previous.version !== version) {
-        detail.drift = `the configuration version is ${version}, not ${previous.version} as haprx left it: someone else changed the instance, and this deployment overwrites the change`;
-        this.step('drift', detail.drift);
-        previous = undefined;
-        this.state = undefined;
-      } else if (!previous) {
-        previous = await this.adopt(config, version, ctx);
-        if (previous) this.state = previous;
+      if (!previous || previous.version !== version) {
+        // Unknown, or changed since this target's last write: what runs is adopted when
+        // it is exactly this render. Another replica of haprx (the leader while this one
+        // followed) leaves its marker at the version its write made: that is no drift.
+        previous = await this.adopt(config, version, ctx, previous?.version);
+        this.state = previous;
       }
       const plan = planFor(previous?.config, config);
       if (plan.kind === 'none') return finish({ ok: true, reloaded: false, runtimeOps: 0 });
@@ -225,14 +227,20 @@ export class DataplaneTarget {
     }
   }
 
-  /** Takes over what an earlier haprx deployed when the instance runs exactly this render, untouched since. */
-  private async adopt(config: RenderedConfig, version: number, ctx: Ctx): Promise<Deployed | undefined> {
+  /**
+   * Takes over what haprx deployed (this process earlier, or another replica) when the
+   * instance runs exactly this render, untouched since. `lastVersion` is the version
+   * this target's own last write left, when it had one.
+   */
+  private async adopt(config: RenderedConfig, version: number, ctx: Ctx, lastVersion?: number): Promise<Deployed | undefined> {
     const raw = await this.client.request('GET', '/services/haproxy/configuration/raw', { signal: ctx.signal });
     const m = MARKER.exec(raw.text);
     if (m && Number(m[2]) !== version) {
       ctx.detail.drift = `the configuration haprx posted as version ${m[2]} is at version ${version}: someone else changed the instance, and this deployment overwrites the change`;
-      this.step('drift', ctx.detail.drift);
+    } else if (!m && lastVersion !== undefined) {
+      ctx.detail.drift = `the configuration version is ${version}, not ${lastVersion} as haprx left it: someone else changed the instance, and this deployment overwrites the change`;
     }
+    if (ctx.detail.drift !== undefined) this.step('drift', ctx.detail.drift);
     if (!m || m[1] !== config.hash || Number(m[2]) !== version) return undefined;
     const placed = placeFiles(config, this.prefix);
     if ('error' in placed) return undefined;
