@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { type Observable, map, of } from 'rxjs';
+import { type Observable, defer, finalize, map, of, tap } from 'rxjs';
 import type { ControllerEvent, Endpoint, InstanceOutcome } from '../src/events.ts';
 import type { KubeObject, ResourceChange } from '../src/k8s/resource.ts';
 import { sealRendered } from '../src/templating/rendered.ts';
@@ -27,6 +27,12 @@ const label = map((e: ControllerEvent): string => {
       return 'V';
     case 'ValidationFailed':
       return 'V!';
+    case 'ValidationUnavailable':
+      return `V?${e.attempt}`;
+    case 'StageFailed':
+      return `failed:${e.stage}:${e.restartInMs}`;
+    case 'LeadershipLost':
+      return 'lost';
     case 'DeploymentStarted':
       return `D${e.deployment.id}:${e.deployment.reason}`;
     case 'InstanceDeployed':
@@ -42,7 +48,7 @@ const label = map((e: ControllerEvent): string => {
   }
 });
 
-type Cold = <T>(marbles: string, values?: Record<string, T>) => Observable<T>;
+type Cold = <T>(marbles: string, values?: Record<string, T>, error?: unknown) => Observable<T>;
 
 /** Fakes with fixed latencies: render 10 ms (lists the services it sees), validate 50 ms, deploy 20 ms. */
 function deps(
@@ -60,6 +66,8 @@ function deps(
     },
     validate: (config) => cold<ValidateOutcome>('50ms (r|)', { r: config.main.includes('bad') ? { ok: false, problems: [{ file: 'haproxy.cfg', message: 'bad' }] } : { ok: true } }),
     deployTo: (): Observable<InstanceOutcome> => cold('20ms (r|)', { r: OK }),
+    // No jitter: the feedback edges wait exactly 1 s, 2 s, 4 s ...
+    random: () => 0,
   };
   return { deps: d, settings: graphSettings };
 }
@@ -177,7 +185,6 @@ describe('graph', () => {
       [1560, 'V!'],
       // e2 joins at 2000 and gets the last valid configuration, once 2 s have passed since 60.
       [2060, 'D2:endpoints'],
-      [2080, 'ok:e1'],
       [2080, 'ok:e2'],
       [2080, 'done2'],
       [4500, 'T3'],
@@ -211,12 +218,140 @@ describe('graph', () => {
   });
 });
 
+describe('graph feedback edges', () => {
+  const one: GraphSettings = { ...settings, watched: [{ name: 'services' }], driftIntervalMs: 0 };
+  const failing = (e: Endpoint) => ({ ok: false, reloaded: false, runtimeOps: 0, error: `${e.id}: HTTP 503` });
+
+  it('retries a failed instance alone with backoff, drift off, with the newest configuration, until it succeeds', () => {
+    const deployedTo: string[] = [];
+    const timeline = run((cold, hot) => {
+      const changes = hot<ResourceChange>('s 1999ms c', { s: synced('services'), c: upsert('services', 'api', '1') });
+      const built = deps(cold, changes, hot<readonly Endpoint[]>('x', { x: [endpoint('e1'), endpoint('e2')] }), one);
+      let e2Attempts = 0;
+      const deployTo = (e: Endpoint, d: { config: { main: string } }): Observable<InstanceOutcome> => {
+        deployedTo.push(`${e.id}:${d.config.main}`);
+        return cold('20ms (r|)', { r: e.id === 'e2' && ++e2Attempts <= 2 ? failing(e) : OK });
+      };
+      return { ...built, deps: { ...built.deps, deployTo } };
+    }, 10_000);
+    assert.deepEqual(
+      timeline.filter(([, l]) => /^(D|ok|fail)/.test(l)),
+      [
+        [60, 'D1:change'],
+        [80, 'ok:e1'],
+        [80, 'fail:e2'],
+        // Due 1 s after the failure, e2 alone goes once 2 s have passed since 60 (the minimum interval); it fails again.
+        [2060, 'D2:retry'],
+        [2080, 'fail:e2'],
+        // The change validated at 2560 goes 2 s after 2060, to both; it replaces e2's retry due at 4080.
+        [4060, 'D3:change'],
+        [4080, 'ok:e1'],
+        [4080, 'ok:e2'],
+      ],
+    );
+    assert.deepEqual(deployedTo, ['e1:', 'e2:', 'e2:', 'e1:api', 'e2:api']);
+  });
+
+  it('checks a configuration again when its check could not run, without calling it refused, and deploys it once it passes', () => {
+    const timeline = run((cold, hot) => {
+      const changes = hot<ResourceChange>('s', { s: synced('services') });
+      const built = deps(cold, changes, hot<readonly Endpoint[]>('x', { x: [endpoint('e1')] }), one);
+      let checks = 0;
+      const validate = (): Observable<ValidateOutcome> =>
+        cold('50ms (r|)', { r: ++checks <= 2 ? { ok: false, unavailable: 'haproxy -c did not finish within 30000 ms' } : { ok: true } });
+      return { ...built, deps: { ...built.deps, validate } };
+    }, 10_000);
+    // Checks at 10, 1060 (1 s later) and 3110 (2 s later); never V! (refused).
+    assert.deepEqual(timeline, [
+      [0, 'T1'],
+      [10, 'R:'],
+      [60, 'V?1'],
+      [1110, 'V?2'],
+      [3160, 'V'],
+      [3160, 'D1:change'],
+      [3180, 'ok:e1'],
+      [3180, 'done1'],
+    ]);
+  });
+
+  it('sends the current configuration to every instance when the Data Plane credentials change', () => {
+    const timeline = run((cold, hot) => {
+      const changes = hot<ResourceChange>('s', { s: synced('services') });
+      const built = deps(cold, changes, hot<readonly Endpoint[]>('x', { x: [endpoint('e1'), endpoint('e2')] }), one);
+      return { ...built, deps: { ...built.deps, credentials$: hot<string>('v 4999ms w', { v: 'version-1', w: 'version-2' }) } };
+    }, 10_000);
+    assert.deepEqual(
+      timeline.filter(([, l]) => l.startsWith('D')),
+      [
+        [60, 'D1:change'],
+        [5000, 'D2:credentials'],
+      ],
+    );
+  });
+
+  it('aborts the deployment in flight when leadership is lost, deploys nothing while following, and sends the newest to every instance on regaining it', () => {
+    const aborted: number[] = [];
+    const timeline = run((cold, hot, now) => {
+      const changes = hot<ResourceChange>('s 2999ms c', { s: synced('services'), c: upsert('services', 'api', '1') });
+      const built = deps(cold, changes, hot<readonly Endpoint[]>('x', { x: [endpoint('e1'), endpoint('e2')] }), one);
+      // Each deployment takes 1 s: the first is still running when the lead goes at 500.
+      const deployTo = (): Observable<InstanceOutcome> =>
+        defer(() => {
+          let answered = false;
+          return cold<InstanceOutcome>('1000ms (r|)', { r: OK }).pipe(
+            tap(() => (answered = true)),
+            finalize(() => answered || aborted.push(now())),
+          );
+        });
+      return { ...built, deps: { ...built.deps, deployTo, leader$: hot<boolean>('t 499ms f 5999ms t', { t: true, f: false }) } };
+    }, 10_000);
+    assert.deepEqual(
+      timeline.filter(([, l]) => /^(D|ok|done|lost)/.test(l)),
+      [
+        [60, 'D1:change'],
+        [500, 'lost'],
+        // The change validated at 3560 waits; the lead comes back at 6500 and deploys it to both.
+        [6500, 'D2:leader'],
+        [7500, 'ok:e1'],
+        [7500, 'ok:e2'],
+        [7500, 'done2'],
+      ],
+    );
+    assert.deepEqual(aborted, [500, 500], 'both instance deployments of the first were unsubscribed at the loss');
+  });
+
+  it('reports a stage that errors, restarts the graph after 1 s, and deploys again only once everything has synced again', () => {
+    const timeline = run((cold) => {
+      let runs = 0;
+      // The first run's source errors at 1000; the second takes 3 s to list.
+      const changes = defer(() => (++runs === 1 ? cold<ResourceChange>('s 999ms #', { s: synced('services') }, new TypeError('watch stream ended badly')) : cold<ResourceChange>('3000ms s', { s: synced('services') })));
+      return deps(cold, changes, cold<readonly Endpoint[]>('x', { x: [endpoint('e1')] }), one);
+    }, 10_000);
+    assert.deepEqual(timeline, [
+      [0, 'T1'],
+      [10, 'R:'],
+      [60, 'V'],
+      [60, 'D1:change'],
+      [80, 'ok:e1'],
+      [80, 'done1'],
+      [1000, 'failed:sources:1000'],
+      // Rebuilt at 2000; nothing renders or deploys until the sync at 5000.
+      [5000, 'T1'],
+      [5010, 'R:'],
+      [5060, 'V'],
+      [5060, 'D1:change'],
+      [5080, 'ok:e1'],
+      [5080, 'done1'],
+    ]);
+  });
+});
+
 /** Runs the graph in virtual time for `ms` and returns [time, label] for every event. */
-function run(setup: (cold: Cold, hot: Cold) => { deps: GraphDeps; settings: GraphSettings }, ms: number): [number, string][] {
+function run(setup: (cold: Cold, hot: Cold, now: () => number) => { deps: GraphDeps; settings: GraphSettings }, ms: number): [number, string][] {
   const scheduler = marbles();
   const timeline: [number, string][] = [];
   scheduler.run(({ cold, hot, flush }) => {
-    const { deps: d, settings: s } = setup(cold, hot);
+    const { deps: d, settings: s } = setup(cold, hot, () => scheduler.now());
     const subscription = graph(s, d).pipe(label).subscribe((l) => timeline.push([scheduler.now(), l]));
     scheduler.schedule(() => subscription.unsubscribe(), ms);
     flush();

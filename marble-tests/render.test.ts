@@ -1,7 +1,7 @@
 import { describe, it } from 'node:test';
-import { type Observable, map, throwError } from 'rxjs';
+import { NEVER, type Observable, map, throwError } from 'rxjs';
 import type { Reconcile } from '../src/events.ts';
-import { type RenderEvent, type RenderOutcome, render } from '../streams/render.ts';
+import { type RenderEvent, type RenderOutcome, type Verdict, render } from '../streams/render.ts';
 import { configNamed, marbles, reconcileNo } from './helpers.ts';
 
 const label = map((e: RenderEvent) => {
@@ -24,7 +24,7 @@ describe('render', () => {
         1: cold('300ms r|', { r: { ok: true, config: configNamed('first') } }),
         2: cold('300ms r|', { r: { ok: true, config: configNamed('second') } }),
       };
-      const events = render(reconciles, { render: (r) => renders[r.seq]! });
+      const events = render(reconciles, NEVER, { render: (r) => renders[r.seq]! });
       expectObservable(events.pipe(label)).toBe('400ms x', { x: '2:second' });
       expectSubscriptions(renders[1]!.subscriptions).toBe('^ 99ms !');
     });
@@ -34,17 +34,41 @@ describe('render', () => {
     marbles().run(({ cold, expectObservable }) => {
       const reconciles = cold<Reconcile>('a-b-c', { a: reconcileNo(1), b: reconcileNo(2), c: reconcileNo(3) });
       const outputs: Record<number, string> = { 1: 'one', 2: 'one', 3: 'two' };
-      const events = render(reconciles, {
+      const events = render(reconciles, NEVER, {
         render: (r): Observable<RenderOutcome> => cold('r|', { r: { ok: true, config: configNamed(outputs[r.seq]!) } }),
       });
       expectObservable(events.pipe(label)).toBe('x-y-z', { x: '1:one', y: '2:unchanged', z: '3:two' });
     });
   });
 
+  it('checks output identical to a configuration haproxy refused again, and drops it while its check is still going', () => {
+    marbles().run(({ cold, hot, expectObservable }) => {
+      const reconciles = hot<Reconcile>('a-b---c-d---e', { a: reconcileNo(1), b: reconcileNo(2), c: reconcileNo(3), d: reconcileNo(4), e: reconcileNo(5) });
+      // Every render gives the same output; its check is unfinished at 2, refused at 4, then passed at 10.
+      const config = configNamed('same');
+      const verdicts = hot<Verdict>('----f-----v', {
+        f: { type: 'ValidationFailed', reconcile: reconcileNo(1), config, problems: [{ file: 'haproxy.cfg', message: 'no' }], durationMs: 0 },
+        v: { type: 'Validated', reconcile: reconcileNo(3), config, durationMs: 0 },
+      });
+      const events = render(reconciles, verdicts, { render: () => cold('r|', { r: { ok: true, config } }) });
+      expectObservable(events.pipe(label)).toBe('a-b---c-d---e', { a: '1:same', b: '2:unchanged', c: '3:same', d: '4:unchanged', e: '5:unchanged' });
+    });
+  });
+
+  it('passes on output identical to the live configuration while a newer one is still being checked, so the newer one cannot win', () => {
+    marbles().run(({ cold, hot, expectObservable }) => {
+      const reconciles = hot<Reconcile>('a---b-c', { a: reconcileNo(1), b: reconcileNo(2), c: reconcileNo(3) });
+      const outputs: Record<number, string> = { 1: 'live', 2: 'newer', 3: 'live' };
+      const verdicts = hot<Verdict>('--v', { v: { type: 'Validated', reconcile: reconcileNo(1), config: configNamed('live'), durationMs: 0 } });
+      const events = render(reconciles, verdicts, { render: (r) => cold('r|', { r: { ok: true, config: configNamed(outputs[r.seq]!) } }) });
+      expectObservable(events.pipe(label)).toBe('a---b-c', { a: '1:live', b: '2:newer', c: '3:live' });
+    });
+  });
+
   it('turns a failed render into a RenderFailed event and keeps going', () => {
     marbles().run(({ cold, expectObservable }) => {
       const reconciles = cold<Reconcile>('a-b-c', { a: reconcileNo(1), b: reconcileNo(2), c: reconcileNo(3) });
-      const events = render(reconciles, {
+      const events = render(reconciles, NEVER, {
         render: (r): Observable<RenderOutcome> => {
           if (r.seq === 1) return cold('r|', { r: { ok: false, error: { template: 'haproxy.cfg', line: 7, message: 'boom' } } });
           if (r.seq === 2) return throwError(() => new Error('renderer crashed'));
@@ -63,7 +87,7 @@ describe('render', () => {
     marbles().run(({ cold, expectObservable }) => {
       const reconciles = cold<Reconcile>('a-b', { a: reconcileNo(1), b: reconcileNo(2) });
       const warnings = [{ object: 'Ingress shop/bad', message: 'host "a b" is not a hostname' }];
-      const events = render(reconciles, {
+      const events = render(reconciles, NEVER, {
         render: (r) => cold('r|', { r: { ok: true, config: configNamed(`c${r.seq}`), warnings: r.seq === 1 ? warnings : [] } }),
       });
       expectObservable(events.pipe(map((e) => (e.type === 'Rendered' ? e.warnings : e.type)))).toBe('a-b', { a: warnings, b: undefined });
@@ -76,7 +100,7 @@ describe('render', () => {
       const bad = [{ object: 'Ingress shop/bad', message: 'skipped: spec.rules must be a list' }];
       // The same output each time; the bad object comes with the second render and is gone by the fourth.
       const warningsOf: Record<number, typeof bad> = { 1: [], 2: bad, 3: bad, 4: [] };
-      const events = render(reconciles, { render: (r) => cold('r|', { r: { ok: true, config: configNamed('same'), warnings: warningsOf[r.seq]! } }) });
+      const events = render(reconciles, NEVER, { render: (r) => cold('r|', { r: { ok: true, config: configNamed('same'), warnings: warningsOf[r.seq]! } }) });
       const label = (e: RenderEvent) => `${e.type}:${e.type === 'RenderFailed' ? '' : JSON.stringify(e.warnings?.map((w) => w.object))}`;
       expectObservable(events.pipe(map(label))).toBe('a-b-c-d', {
         a: 'Rendered:undefined',
@@ -90,7 +114,7 @@ describe('render', () => {
   it('measures the render in scheduler time', () => {
     marbles().run(({ cold, expectObservable }) => {
       const reconciles = cold<Reconcile>('a', { a: reconcileNo(1) });
-      const events = render(reconciles, { render: () => cold('250ms r|', { r: { ok: true, config: configNamed('x') } }) });
+      const events = render(reconciles, NEVER, { render: () => cold('250ms r|', { r: { ok: true, config: configNamed('x') } }) });
       expectObservable(events.pipe(map((e) => e.durationMs))).toBe('250ms d', { d: 250 });
     });
   });

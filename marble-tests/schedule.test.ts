@@ -39,6 +39,26 @@ describe('schedule', () => {
     assert.deepEqual(started, ['a', 'd']);
   });
 
+  it('merges the requests that wait: one for a single instance never displaces one for all, and the newest configuration goes to every instance named', () => {
+    const started: string[] = [];
+    marbles().run(({ cold, hot, expectObservable }) => {
+      const forOnly = (r: DeployRequest, reason: DeployRequest['reason'], ...ids: string[]): DeployRequest => ({ ...r, reason, endpoints: ids.map(endpoint) });
+      // While a runs: a change of b for e1 and e2, then a retry of e3 and a joiner e4, both already carrying c.
+      const requests = hot<DeployRequest>('a 999ms b 999ms c 999ms d', {
+        a: values.a,
+        b: forOnly(values.b, 'change', 'e1', 'e2'),
+        c: forOnly(values.c, 'retry', 'e3'),
+        d: forOnly(values.c, 'endpoints', 'e4'),
+      });
+      const run = (r: DeployRequest): Observable<string> => {
+        started.push(`${r.reason}:${nameOf(r)}:${r.endpoints.map((e) => e.id).join(',')}`);
+        return cold(nameOf(r) === 'a' ? '5000ms (x|)' : '100ms (x|)', { x: nameOf(r) });
+      };
+      expectObservable(schedule(requests, run, 2000)).toBe('5000ms a 99ms c', { a: 'a', c: 'c' });
+    });
+    assert.deepEqual(started, ['change:a:a', 'change:c:e1,e2,e3,e4']);
+  });
+
   it('never runs two deployments at once', () => {
     const scheduler = marbles();
     const log: string[] = [];

@@ -7,6 +7,11 @@ export interface Endpoint {
   id: string;
   /** Where it is reached, e.g. `https://10.0.0.7:5555`; for display and for the target. */
   address: string;
+  /**
+   * Changes when the instance behind the id restarted or was replaced (a new pod of
+   * the same name, a container that restarted): it gets the current configuration at once.
+   */
+  incarnation?: string;
 }
 
 /**
@@ -111,6 +116,11 @@ export type ControllerEvent =
   | { type: 'RenderUnchanged'; reconcile: Reconcile; hash: string; durationMs: number; warnings?: readonly RenderWarning[] }
   | { type: 'Validated'; reconcile: Reconcile; config: RenderedConfig; durationMs: number }
   | { type: 'ValidationFailed'; reconcile: Reconcile; config: RenderedConfig; problems: readonly ValidationProblem[]; durationMs: number }
+  /**
+   * The check could not run (haproxy -c timed out, could not start, was killed): this says
+   * nothing about the configuration, which is checked again after `retryInMs`.
+   */
+  | { type: 'ValidationUnavailable'; reconcile: Reconcile; config: RenderedConfig; message: string; attempt: number; retryInMs: number; durationMs: number }
   | { type: 'DeploymentStarted'; deployment: Deployment }
   | { type: 'InstanceDeployed'; deployment: Deployment; result: InstanceResult }
   | { type: 'InstanceDeployFailed'; deployment: Deployment; result: InstanceResult }
@@ -118,16 +128,36 @@ export type ControllerEvent =
   /** A target haprx runs itself (local mode's haproxy) stopped on its own; it is being restarted. */
   | { type: 'TargetDown'; endpoint: Endpoint; cause: string }
   /** That target runs again, with the last configuration it had taken. */
-  | { type: 'TargetRestarted'; endpoint: Endpoint; cause: string; downMs: number };
+  | { type: 'TargetRestarted'; endpoint: Endpoint; cause: string; downMs: number }
+  /** This replica stopped leading: the deployment in flight, if any, was aborted; another replica deploys. */
+  | { type: 'LeadershipLost' }
+  /**
+   * A stage of the graph failed with an error (a defect, or an input it could not
+   * handle). The graph restarts after `restartInMs` and waits for a full sync again;
+   * the instances keep the last configuration deployed meanwhile.
+   */
+  | { type: 'StageFailed'; stage: string; message: string; failures: number; restartInMs: number };
 
 export type ValidatedEvent = Extract<ControllerEvent, { type: 'Validated' }>;
 
-/** A validated configuration that should go out to the current endpoints. */
-export interface DeployRequest {
+/** The newest valid configuration and every current instance: what the fleet should run. */
+export interface Desired {
   reconcile: Reconcile;
   config: RenderedConfig;
   endpoints: readonly Endpoint[];
-  reason: 'change' | 'drift' | 'endpoints' | 'leader';
+}
+
+/**
+ * A validated configuration that should go out to `endpoints`: every instance, or
+ * those that need it (one that joined or came back, one whose deployment failed).
+ */
+export interface DeployRequest extends Desired {
+  /**
+   * change: a new configuration; endpoints: instances that joined or came back; drift:
+   * nothing deployed for the drift interval; leader: this replica took over; retry: a
+   * failed instance, again; credentials: new Data Plane credentials.
+   */
+  reason: 'change' | 'drift' | 'endpoints' | 'leader' | 'retry' | 'credentials';
   /** When the deployment was wanted; the gap to its start is the scheduler's wait. */
   queuedAt: number;
 }

@@ -1,36 +1,60 @@
-import { type Observable, type SchedulerLike, asyncScheduler, combineLatest, defer, filter, map } from 'rxjs';
-import type { DeployRequest, Endpoint, ValidatedEvent } from '../src/events.ts';
+import { type Observable, type SchedulerLike, asyncScheduler, combineLatest, filter, map, scan, withLatestFrom } from 'rxjs';
+import type { DeployRequest, Desired, Endpoint, ValidatedEvent } from '../src/events.ts';
 
 /**
- * Pairs the newest valid configuration with the current HAProxy instances. A new
- * configuration goes to every instance; an instance that joins gets the current
- * configuration at once, without waiting for a change in the cluster. An instance
- * that leaves needs nothing.
- *
- * A request always names every current endpoint, never just the joiners: requests
- * are latest-wins downstream, so a request for the joiners alone could replace a
- * waiting one that the others still need.
+ * What the fleet should run: the newest valid configuration and every current
+ * HAProxy instance, emitted whenever either changes (once both are known).
  */
-export function deployRequests(
-  validated$: Observable<ValidatedEvent>,
-  endpoints$: Observable<readonly Endpoint[]>,
+export function desired(validated$: Observable<ValidatedEvent>, endpoints$: Observable<readonly Endpoint[]>): Observable<Desired> {
+  return combineLatest([validated$, endpoints$]).pipe(map(([{ reconcile, config }, endpoints]): Desired => ({ reconcile, config, endpoints })));
+}
+
+/** An instance as a deployment sees it: a new address or a new incarnation is an instance that (re)joined. */
+const instanceKey = (e: Endpoint) => `${e.id}\n${e.address}\n${e.incarnation ?? ''}`;
+
+/**
+ * Turns changes of the desired state into deployment requests: a new configuration
+ * goes to every instance; an instance that joins, or comes back (restarted, replaced,
+ * re-addressed), gets the current configuration at once, without waiting for drift or
+ * a change in the cluster. An instance that leaves needs nothing.
+ */
+export function deployRequests(desired$: Observable<Desired>, scheduler: SchedulerLike = asyncScheduler): Observable<DeployRequest> {
+  interface Seen {
+    /** The configuration last requested for every instance. */
+    hash: string | undefined;
+    known: ReadonlySet<string>;
+    request: DeployRequest | undefined;
+  }
+  return desired$.pipe(
+    scan(
+      (seen: Seen, state): Seen => {
+        const known = new Set(state.endpoints.map(instanceKey));
+        if (state.endpoints.length === 0) return { hash: seen.hash, known, request: undefined };
+        const base = { reconcile: state.reconcile, config: state.config, queuedAt: scheduler.now() };
+        if (state.config.hash !== seen.hash) return { hash: state.config.hash, known, request: { ...base, endpoints: state.endpoints, reason: 'change' } };
+        const returned = state.endpoints.filter((e) => !seen.known.has(instanceKey(e)));
+        return { hash: seen.hash, known, request: returned.length > 0 ? { ...base, endpoints: returned, reason: 'endpoints' } : undefined };
+      },
+      { hash: undefined, known: new Set<string>(), request: undefined },
+    ),
+    map((seen) => seen.request),
+    filter((request) => request !== undefined),
+  );
+}
+
+/**
+ * Every emission of `signal$` (e.g. new Data Plane credentials) sends the current
+ * configuration to every current instance, with `reason`.
+ */
+export function redeployOn(
+  signal$: Observable<unknown>,
+  desired$: Observable<Desired>,
+  reason: DeployRequest['reason'],
   scheduler: SchedulerLike = asyncScheduler,
 ): Observable<DeployRequest> {
-  return defer(() => {
-    let lastHash: string | undefined;
-    let known = new Set<string>();
-    return combineLatest([validated$, endpoints$]).pipe(
-      map(([validated, endpoints]): DeployRequest | undefined => {
-        const ids = new Set(endpoints.map((e) => e.id));
-        const changed = validated.config.hash !== lastHash;
-        const joined = endpoints.some((e) => !known.has(e.id));
-        known = ids;
-        if (endpoints.length === 0 || (!changed && !joined)) return undefined;
-        lastHash = validated.config.hash;
-        const { reconcile, config } = validated;
-        return { reconcile, config, endpoints, reason: changed ? 'change' : 'endpoints', queuedAt: scheduler.now() };
-      }),
-      filter((request) => request !== undefined),
-    );
-  });
+  return signal$.pipe(
+    withLatestFrom(desired$),
+    filter(([, state]) => state.endpoints.length > 0),
+    map(([, state]): DeployRequest => ({ ...state, reason, queuedAt: scheduler.now() })),
+  );
 }

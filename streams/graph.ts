@@ -1,4 +1,5 @@
-import { type Observable, type SchedulerLike, asyncScheduler, connect, defer, filter, map, merge, of, share } from 'rxjs';
+import { EMPTY, type Observable, type SchedulerLike, Subject, asyncScheduler, connect, defer, filter, map, merge, of, share, tap } from 'rxjs';
+import { type BackoffOptions, RETRY_BACKOFF } from '../src/backoff.ts';
 import type { ControllerConfig } from '../src/config/controller-config.ts';
 import type { ControllerEvent, Endpoint, InstanceOutcome, Deployment, Reconcile, ValidatedEvent } from '../src/events.ts';
 import type { ResourceChange } from '../src/k8s/resource.ts';
@@ -6,9 +7,11 @@ import { type ResourceView, type StoreOptions, Store } from '../src/k8s/store.ts
 import type { RenderedConfig } from '../src/templating/rendered.ts';
 import { deployer } from './deploy.ts';
 import { drift } from './drift.ts';
-import { deployRequests } from './endpoints.ts';
+import { deployRequests, desired, redeployOn } from './endpoints.ts';
 import { whileLeader } from './leadership.ts';
-import { type RenderOutcome, render, renderedOnly } from './render.ts';
+import { stageName, supervise } from './operators/supervise.ts';
+import { type RenderOutcome, type Verdict, render, renderedOnly } from './render.ts';
+import { instanceRetries } from './retry.ts';
 import { schedule } from './schedule.ts';
 import { applyToStores } from './stores.ts';
 import { trigger } from './trigger.ts';
@@ -40,6 +43,12 @@ export interface GraphDeps {
   deployTo(endpoint: Endpoint, deployment: Deployment): Observable<InstanceOutcome>;
   /** Whether this replica may deploy; without it, it always may. */
   leader$?: Observable<boolean>;
+  /** Emits when the Data Plane credentials are new or rotated: every instance gets the current configuration again. */
+  credentials$?: Observable<unknown>;
+  /** Delays of the feedback edges (instance retries, validation retries, restarts); default 1 s doubling to 60 s. */
+  backoff?: BackoffOptions;
+  /** The jitter's random source, in [0, 1); tests pass a fixed one. */
+  random?: () => number;
   scheduler?: SchedulerLike;
 }
 
@@ -47,39 +56,66 @@ export interface GraphDeps {
  * The controller for one controller configuration, as one stream of events:
  *
  *   changes$ → stores → trigger (sync gate, debounce with max wait)
- *            → render (switchMap, unchanged output stops here)
- *            → validate (switchMap)
- *            → requests (× endpoints$) ⊕ drift, while leader
- *            → schedule (throttle, single flight, latest waits)
+ *            → render (switchMap; unchanged output stops here)      ◄─ verdicts
+ *            → validate (switchMap; a check that could not run is retried)
+ *            → desired (newest valid config × instances)
+ *            → requests: new config, (re)joined instance, drift, credentials,
+ *                        failed instance retried with backoff        ◄─ deploy outcomes
+ *            → whileLeader (switchMap on leader$: a lost lead aborts the deployment)
+ *            → schedule (throttle, single flight, waiting requests merged)
  *            → deploy (mergeMap over endpoints)
  *
  * `connect` subscribes every branch before the change source starts, so no event
- * is missed by a branch that subscribed late.
+ * is missed by a branch that subscribed late. The two feedback edges are subjects fed
+ * by their stage's output. Errors are named by the stage they leave; the boundary
+ * (supervise) reports one as StageFailed and rebuilds the graph after a backoff
+ * delay: it syncs again before it renders, and the instances keep what they run.
  */
 export function graph(settings: GraphSettings, deps: GraphDeps): Observable<ControllerEvent> {
   const scheduler = deps.scheduler ?? asyncScheduler;
-  return defer(() => {
+  const retrying = { backoff: deps.backoff ?? RETRY_BACKOFF, random: deps.random ?? Math.random, scheduler };
+  const run$ = defer(() => {
     const stores = new Map(settings.watched.map((w) => [w.name, new Store(w.name, w)]));
+    const verdicts = new Subject<Verdict>();
+    const deployEvents = new Subject<ControllerEvent>();
     return deps.changes$.pipe(
+      stageName('sources'),
       connect((changes$) => {
-        const stored$ = applyToStores(changes$, stores).pipe(share());
+        const stored$ = applyToStores(changes$, stores).pipe(stageName('stores'), share());
         const reconciles$ = trigger(
           stored$.pipe(filter((c) => c.type !== 'problem')),
           settings.watched.map((w) => w.name),
           { debounceMs: settings.debounceMs, maxWaitMs: settings.debounceMaxWaitMs, scheduler },
-        ).pipe(share());
-        const rendered$ = render(reconciles$, { render: (reconcile) => deps.render({ reconcile, resources: stores }), scheduler }).pipe(share());
-        const validated$ = validate(renderedOnly(rendered$), { validate: deps.validate, scheduler }).pipe(share());
-        const requests$ = deployRequests(
+        ).pipe(stageName('trigger'), share());
+        const rendered$ = render(reconciles$, verdicts, { render: (reconcile) => deps.render({ reconcile, resources: stores }), scheduler }).pipe(
+          stageName('render'),
+          share(),
+        );
+        const validated$ = validate(renderedOnly(rendered$), { validate: deps.validate, ...retrying }).pipe(
+          stageName('validate'),
+          tap((verdict) => verdicts.next(verdict)),
+          share(),
+        );
+        const desired$ = desired(
           validated$.pipe(filter((e): e is ValidatedEvent => e.type === 'Validated')),
-          deps.endpoints$,
-          scheduler,
+          deps.endpoints$.pipe(stageName('endpoints')),
         ).pipe(share());
-        const deployed$ = schedule(
-          whileLeader(merge(requests$, drift(requests$, settings.driftIntervalMs, scheduler)), deps.leader$ ?? of(true), scheduler),
-          deployer({ deployTo: deps.deployTo, scheduler }, { maxParallel: settings.maxParallel, timeoutMs: settings.deployTimeoutMs }),
-          settings.minDeployIntervalMs,
+        const requests$ = merge(
+          deployRequests(desired$, scheduler),
+          drift(desired$, settings.driftIntervalMs, scheduler),
+          redeployOn(deps.credentials$ ?? EMPTY, desired$, 'credentials', scheduler),
+          instanceRetries(deployEvents, desired$, retrying),
+        ).pipe(stageName('requests'));
+        const deploy = deployer({ deployTo: deps.deployTo, scheduler }, { maxParallel: settings.maxParallel, timeoutMs: settings.deployTimeoutMs });
+        const deployed$ = whileLeader(
+          requests$,
+          desired$,
+          (deps.leader$ ?? of(true)).pipe(stageName('leadership')),
+          (leading$) => schedule(leading$, deploy, settings.minDeployIntervalMs, scheduler),
           scheduler,
+        ).pipe(
+          stageName('deploy'),
+          tap((event) => deployEvents.next(event)),
         );
         return merge(
           stored$.pipe(
@@ -94,4 +130,5 @@ export function graph(settings: GraphSettings, deps: GraphDeps): Observable<Cont
       }),
     );
   });
+  return supervise(run$, { stage: 'graph', ...retrying });
 }

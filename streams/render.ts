@@ -1,4 +1,4 @@
-import { type Observable, type SchedulerLike, asyncScheduler, catchError, defer, filter, map, of, switchMap } from 'rxjs';
+import { type Observable, type SchedulerLike, asyncScheduler, catchError, defer, filter, ignoreElements, map, merge, of, switchMap, tap } from 'rxjs';
 import type { ControllerEvent, Reconcile, RenderError, RenderWarning } from '../src/events.ts';
 import { errorMessage } from '../src/errors.ts';
 import type { RenderedConfig } from '../src/templating/rendered.ts';
@@ -6,6 +6,8 @@ import type { RenderedConfig } from '../src/templating/rendered.ts';
 export type RenderOutcome = { ok: true; config: RenderedConfig; warnings?: readonly RenderWarning[] } | { ok: false; error: RenderError };
 
 export type RenderEvent = Extract<ControllerEvent, { type: 'Rendered' | 'RenderFailed' | 'RenderUnchanged' }>;
+/** What validation made of a configuration render passed on. */
+export type Verdict = Extract<ControllerEvent, { type: 'Validated' | 'ValidationFailed' | 'ValidationUnavailable' }>;
 
 export interface RenderDeps {
   /** Renders the current stores; an Observable so that a newer trigger can cancel it. */
@@ -15,17 +17,27 @@ export interface RenderDeps {
 
 /**
  * Renders on every reconciliation, latest wins: a newer trigger cancels an
- * unfinished render, whose result would be stale anyway. Output identical to the
- * last rendered configuration is reported as RenderUnchanged and goes no further;
- * it carries the warnings when they changed (an object skipped, or no longer),
- * since a skipped object often leaves the output as it was.
+ * unfinished render, whose result would be stale anyway.
+ *
+ * Output identical to the last configuration passed on is reported as
+ * RenderUnchanged and goes no further, while that configuration is being checked or
+ * has validated. Once haproxy refused it (`verdicts$`, fed back from validation),
+ * identical output is passed on again: it is checked again, never silently dropped.
+ * RenderUnchanged carries the warnings when they changed (an object skipped, or no
+ * longer), since a skipped object often leaves the output as it was.
  */
-export function render(reconciles$: Observable<Reconcile>, deps: RenderDeps): Observable<RenderEvent> {
+export function render(reconciles$: Observable<Reconcile>, verdicts$: Observable<Verdict>, deps: RenderDeps): Observable<RenderEvent> {
   const scheduler = deps.scheduler ?? asyncScheduler;
   return defer(() => {
-    let lastHash: string | undefined;
+    let last: { hash: string; refused: boolean } | undefined;
     let lastWarnings = '[]';
-    return reconciles$.pipe(
+    const judged$ = verdicts$.pipe(
+      tap((verdict) => {
+        if (verdict.config.hash === last?.hash) last.refused = verdict.type === 'ValidationFailed';
+      }),
+      ignoreElements(),
+    );
+    const rendered$ = reconciles$.pipe(
       switchMap((reconcile) => {
         const started = scheduler.now();
         return deps.render(reconcile).pipe(
@@ -37,13 +49,15 @@ export function render(reconciles$: Observable<Reconcile>, deps: RenderDeps): Ob
             const warningsKey = JSON.stringify(warnings);
             const warningsChanged = warningsKey !== lastWarnings;
             lastWarnings = warningsKey;
-            if (outcome.config.hash === lastHash) return { type: 'RenderUnchanged', reconcile, hash: lastHash, durationMs, ...(warningsChanged && { warnings }) };
-            lastHash = outcome.config.hash;
+            const { hash } = outcome.config;
+            if (last?.hash === hash && !last.refused) return { type: 'RenderUnchanged', reconcile, hash, durationMs, ...(warningsChanged && { warnings }) };
+            last = { hash, refused: false };
             return { type: 'Rendered', reconcile, config: outcome.config, durationMs, ...(warnings.length > 0 && { warnings }) };
           }),
         );
       }),
     );
+    return merge(judged$, rendered$);
   });
 }
 

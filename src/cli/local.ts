@@ -3,6 +3,7 @@ import { parseArgs } from 'node:util';
 import { BehaviorSubject, type Observable, distinctUntilChanged, from, map, of } from 'rxjs';
 import { templateDirSource } from '../config/template-dir-source.ts';
 import type { RawConfig } from '../config/template-dir.ts';
+import { errorMessage } from '../errors.ts';
 import { Validator } from '../haproxy/validate.ts';
 import type { ResourceChange } from '../k8s/resource.ts';
 import { folderSource } from '../local/folder-source.ts';
@@ -15,6 +16,7 @@ import { controller } from '../../streams/controller.ts';
 import { parsePort, parseSets, shippedTemplates } from './args.ts';
 import { loadControllerConfig } from './load-config.ts';
 import type { Command } from './main.ts';
+import { reportStrayErrors } from './guard.ts';
 import { controllerGraph } from './wiring.ts';
 
 export const localCommand: Command = {
@@ -82,6 +84,7 @@ OTEL_EXPORTER_OTLP_TRACES_ENDPOINT) is set, e.g. Jaeger's http://127.0.0.1:4318.
     const templates = resolve(values.templates ?? shippedTemplates());
     const stateDir = resolve(values['state-dir']);
     const log = createLogger();
+    const unguard = reportStrayErrors((where, err) => log.error({ err: errorMessage(err) }, `an error escaped ${where}, haprx goes on: ${errorMessage(err)}`));
     const host = values['listen-address'];
     // A busy port must not stop a local run: it goes on without that endpoint.
     const obs = await startObservability({
@@ -136,7 +139,11 @@ OTEL_EXPORTER_OTLP_TRACES_ENDPOINT) is set, e.g. Jaeger's http://127.0.0.1:4318.
       },
     });
 
-    const subscription = events.subscribe((event) => obs.record(event));
+    const subscription = events.subscribe({
+      next: (event) => obs.record(event),
+      // The graph and the controller restart themselves on errors; this would be a defect.
+      error: (err: unknown) => log.error({ err: errorMessage(err) }, `the controller stopped on an error: ${errorMessage(err)}`),
+    });
     const signal = await new Promise<NodeJS.Signals>((resolveSignal) => {
       process.once('SIGINT', () => resolveSignal('SIGINT'));
       process.once('SIGTERM', () => resolveSignal('SIGTERM'));
@@ -146,6 +153,7 @@ OTEL_EXPORTER_OTLP_TRACES_ENDPOINT) is set, e.g. Jaeger's http://127.0.0.1:4318.
     await target.stop();
     up$.complete();
     await obs.close();
+    unguard();
     return 0;
   },
 };

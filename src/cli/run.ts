@@ -6,6 +6,7 @@ import type { ControllerConfig } from '../config/controller-config.ts';
 import { DEFAULT_SETTINGS } from '../config/controller-config.ts';
 import type { RawConfig } from '../config/template-dir.ts';
 import { DataplaneTarget, type DataplaneTargetOptions } from '../dataplane/target.ts';
+import { errorMessage } from '../errors.ts';
 import type { ControllerEvent, Deployment, Endpoint, InstanceOutcome } from '../events.ts';
 import { Validator } from '../haproxy/validate.ts';
 import { KubeApi, loadKubeConfig } from '../k8s/api.ts';
@@ -26,6 +27,7 @@ import { controller } from '../../streams/controller.ts';
 import { isLoopback, parsePort } from './args.ts';
 import { loadControllerConfig } from './load-config.ts';
 import type { Command } from './main.ts';
+import { reportStrayErrors } from './guard.ts';
 import { type RenderBasis, controllerGraph } from './wiring.ts';
 
 /** What a target is made from: the endpoint's address and the Secret's credentials. */
@@ -122,9 +124,10 @@ export function startInCluster(options: InClusterOptions): RunningController {
   });
 
   // One target per HAProxy pod, kept across deployments and configurations (a target
-  // remembers what its instance runs); replaced when the pod's address changes, and
-  // all of them when the credentials rotate (new clients, no restart).
-  const targets = new Map<string, { address: string; target: InstanceTarget }>();
+  // remembers what its instance runs); replaced when the pod's address or incarnation
+  // changes (a restarted or replaced pod runs something else), and all of them when the
+  // credentials rotate (new clients, no restart).
+  const targets = new Map<string, { address: string; incarnation: string | undefined; target: InstanceTarget }>();
   const retire = (ids: Iterable<string>) => {
     for (const id of [...ids]) {
       const known = targets.get(id);
@@ -132,25 +135,31 @@ export function startInCluster(options: InClusterOptions): RunningController {
       void known?.target.close?.().catch(() => undefined);
     }
   };
-  // Deployments running now. A stop aborts them itself: the graph keeps a started
-  // deployment running even when unsubscribed (schedule shares it with shareReplay).
+  // Deployments running now, so that a stop can wait for them before the graph goes.
   const deploying = new Set<AbortController>();
   let credentials: CredentialsResult = { ok: false, message: `the Secret ${namespace}/${options.credentialsSecret} has not been read yet` };
+  // New or rotated credentials: every instance is deployed to again, with new clients.
+  const credentialsLoaded$ = new Subject<string>();
   subscriptions.push(
-    credentialsSource(api, namespace, options.credentialsSecret, lw).subscribe((result) => {
-      credentials = result;
-      retire(targets.keys());
-      if (result.ok) notice({ level: 'info', message: `Data Plane credentials loaded (version ${result.credentials.version})` });
-      else notice({ level: 'warn', message: `Data Plane credentials: ${result.message}` });
+    credentialsSource(api, namespace, options.credentialsSecret, lw).subscribe({
+      next: (result) => {
+        credentials = result;
+        retire(targets.keys());
+        if (result.ok) {
+          notice({ level: 'info', message: `Data Plane credentials loaded (version ${result.credentials.version})` });
+          credentialsLoaded$.next(result.credentials.version);
+        } else notice({ level: 'warn', message: `Data Plane credentials: ${result.message}` });
+      },
+      error: (err: unknown) => notice({ level: 'error', message: `Data Plane credentials: the watch of the Secret ended: ${errorMessage(err)}` }),
     }),
   );
   const targetFor = (endpoint: Endpoint, current: Extract<CredentialsResult, { ok: true }>): InstanceTarget => {
     const known = targets.get(endpoint.id);
-    if (known?.address === endpoint.address) return known.target;
+    if (known?.address === endpoint.address && known.incarnation === endpoint.incarnation) return known.target;
     if (known) retire([endpoint.id]);
     const { username, password, ca, cert, key } = current.credentials;
     const target = options.targets({ baseUrl: endpoint.address, username, password, ...(ca !== undefined && { ca }), ...(cert !== undefined && { cert, key: key! }) });
-    targets.set(endpoint.id, { address: endpoint.address, target });
+    targets.set(endpoint.id, { address: endpoint.address, incarnation: endpoint.incarnation, target });
     return target;
   };
   const settled = new Subject<void>();
@@ -206,7 +215,10 @@ export function startInCluster(options: InClusterOptions): RunningController {
         ),
         validator: options.validator,
         deployTo,
-        leader$,
+        // Fencing is the lease's: losing it aborts the deployment in flight. A stop is no
+        // loss: deployTo starts nothing new, and the one in flight may drain.
+        leader$: elector.leader$,
+        credentials$: credentialsLoaded$,
         ...(options.admission && { onRender: ({ loaded: l, values, resources }: RenderBasis) => options.admission!.setBasis({ config: l.config, templates: l.templates, values, resources }) }),
       });
       if (!writer) return graph$;
@@ -225,10 +237,14 @@ export function startInCluster(options: InClusterOptions): RunningController {
   });
 
   subscriptions.push(
-    events$.subscribe((event) => {
-      observer?.record(event);
-      const clusterEvent = clusterEventFor(event);
-      if (clusterEvent) recorder.record(clusterEvent);
+    events$.subscribe({
+      next: (event) => {
+        observer?.record(event);
+        const clusterEvent = clusterEventFor(event);
+        if (clusterEvent) recorder.record(clusterEvent);
+      },
+      // The graph and the controller restart themselves on errors; this would be a defect.
+      error: (err: unknown) => notice({ level: 'error', message: `the controller stopped on an error: ${errorMessage(err)}` }),
     }),
   );
   elector.start();
@@ -395,6 +411,7 @@ Options (environment variable in brackets):
     const credentialsSecret = values['credentials-secret'] ?? env[ENV.secret] ?? 'haprx-dataplane';
     const lease = values.lease ?? env[ENV.lease] ?? 'haprx-leader';
 
+    const unguard = reportStrayErrors((where, err) => log.error({ err: errorMessage(err) }, `an error escaped ${where}, haprx goes on: ${errorMessage(err)}`));
     const host = values['listen-address'];
     const debugHost = values['debug-address'];
     if (ports['debug-port'] && !isLoopback(debugHost)) log.warn({ host: debugHost }, `/debug/vars listens on ${debugHost}, not a loopback address: anyone who reaches it reads the rendered configuration`);
@@ -457,6 +474,7 @@ Options (environment variable in brackets):
     await running.stop();
     await webhook?.close();
     await obs.close();
+    unguard();
     log.info('stopped');
     // A request still waiting on an unresponsive API server must not hold the exit.
     setTimeout(() => process.exit(0), 1_000).unref();

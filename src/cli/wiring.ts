@@ -1,7 +1,7 @@
 import { type Observable, defer, map, of } from 'rxjs';
 import type { WatchedResource } from '../config/controller-config.ts';
 import type { ControllerEvent, Deployment, Endpoint, InstanceOutcome } from '../events.ts';
-import type { Validator } from '../haproxy/validate.ts';
+import { type Validator, couldNotRun } from '../haproxy/validate.ts';
 import type { ResourceChange } from '../k8s/resource.ts';
 import type { ResourceView } from '../k8s/store.ts';
 import { DEFAULT_RENDER_TIMEOUT_MS, renderTemplates } from '../templating/engine.ts';
@@ -22,6 +22,8 @@ export interface ControllerIO {
   values?: Readonly<Record<string, unknown>>;
   /** Whether this replica may deploy (leader election); without it, it always may. */
   leader$?: Observable<boolean>;
+  /** Emits when the Data Plane credentials are new or rotated: every instance is deployed to again. */
+  credentials$?: Observable<unknown>;
   /**
    * Told, at each render, what the graph renders with: the configuration, the values
    * and its live stores (the admission webhook renders with the same).
@@ -53,10 +55,16 @@ export function controllerGraph(loaded: LoadedConfig, io: ControllerIO): Observa
         }),
       validate: (rendered: RenderedConfig) =>
         fromAbortable((signal) => io.validator.validate(rendered, signal)).pipe(
-          map((result): ValidateOutcome => (result.ok ? { ok: true } : { ok: false, problems: result.problems })),
+          map((result): ValidateOutcome => {
+            if (result.ok) return { ok: true };
+            // A check that could not run is no refusal: the graph checks again later.
+            if (couldNotRun(result.phase)) return { ok: false, unavailable: result.problems.map((p) => p.message).join('; ') };
+            return { ok: false, problems: result.problems };
+          }),
         ),
       deployTo: io.deployTo,
       ...(io.leader$ && { leader$: io.leader$ }),
+      ...(io.credentials$ && { credentials$: io.credentials$ }),
     },
   );
 }

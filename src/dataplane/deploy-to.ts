@@ -40,11 +40,12 @@ export function dataplaneDeployTo(lookup: TargetLookup): (endpoint: Endpoint, de
 
 /**
  * One target per endpoint, made from shared settings with the endpoint's
- * address as baseUrl, and replaced when the address changes. `retire` drops
+ * address as baseUrl, and replaced when the address or the incarnation changes
+ * (a new target knows nothing, and adopts what the instance runs). `retire` drops
  * targets of endpoints that left.
  */
 export class DataplaneTargets {
-  private readonly targets = new Map<string, { address: string; target: DataplaneTarget }>();
+  private readonly targets = new Map<string, { address: string; incarnation: string | undefined; target: DataplaneTarget }>();
   private readonly settings: Omit<DataplaneTargetOptions, 'baseUrl'>;
 
   constructor(settings: Omit<DataplaneTargetOptions, 'baseUrl'>) {
@@ -53,10 +54,10 @@ export class DataplaneTargets {
 
   readonly lookup: TargetLookup = (endpoint) => {
     const known = this.targets.get(endpoint.id);
-    if (known && known.address === endpoint.address) return known.target;
+    if (known && known.address === endpoint.address && known.incarnation === endpoint.incarnation) return known.target;
     if (known) void known.target.close();
     const target = new DataplaneTarget({ ...this.settings, baseUrl: endpoint.address });
-    this.targets.set(endpoint.id, { address: endpoint.address, target });
+    this.targets.set(endpoint.id, { address: endpoint.address, incarnation: endpoint.incarnation, target });
     return target;
   };
 

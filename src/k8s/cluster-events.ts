@@ -55,8 +55,8 @@ export function failureNote(prefix: string, error: string): string {
 
 /**
  * The Event a controller event becomes on the controller ConfigMap, if any:
- * Warnings for a rejected configuration, a failed render or validation and a failed
- * deployment; Normal for a loaded configuration and a deployment that reached every
+ * Warnings for a rejected configuration, a failed render or validation, a check that
+ * could not run, a failed stage and a failed deployment; Normal for a loaded configuration and a deployment that reached every
  * instance. Notes carry paths, lines and messages, never object contents.
  */
 export function clusterEventFor(event: ControllerEvent): ClusterEvent | undefined {
@@ -74,6 +74,10 @@ export function clusterEventFor(event: ControllerEvent): ClusterEvent | undefine
       const more = event.problems.length > 3 ? ` (and ${event.problems.length - 3} more)` : '';
       return warn('ValidationFailed', 'Validate', `haproxy refused the configuration, the last good one stays live: ${shown.join('; ')}${more}`);
     }
+    case 'ValidationUnavailable':
+      return warn('ValidationUnavailable', 'Validate', `the configuration could not be checked (not a refusal): ${event.message.split('\n')[0]}; checking again in ${event.retryInMs} ms`);
+    case 'StageFailed':
+      return warn('StageFailed', 'Reconcile', `stage ${event.stage} failed: ${event.message.split('\n')[0]}; restarting in ${event.restartInMs} ms, the last good configuration stays live`);
     case 'InstanceDeployFailed':
       return warn('DeployFailed', 'Deploy', failureNote(`deployment to ${event.result.endpoint.id} failed: `, event.result.error ?? 'unknown error'));
     case 'DeploymentCompleted': {

@@ -9,18 +9,23 @@ export interface DataplaneAddressing {
 }
 
 interface PodShape {
-  metadata: { name: string; namespace?: string; deletionTimestamp?: string };
+  metadata: { name: string; namespace?: string; uid?: string; deletionTimestamp?: string };
   status?: {
     phase?: string;
     podIP?: string;
     conditions?: { type?: string; status?: string }[];
-    containerStatuses?: { name?: string; ready?: boolean }[];
+    containerStatuses?: { name?: string; ready?: boolean; restartCount?: number }[];
   };
 }
 
 /**
  * The Data Plane API endpoint of a pod, when the pod can take a deployment: it
  * runs, has an IP, is not terminating, and its Data Plane container is Ready.
+ *
+ * Its incarnation is the pod's UID and the restart counts of its containers: a new
+ * pod with the same name (a StatefulSet's), or a container that restarted (haproxy,
+ * the Data Plane API), is an instance that came back, and gets the current
+ * configuration at once rather than at the next drift check.
  */
 export function podEndpoint(pod: KubeObject, addressing: DataplaneAddressing): Endpoint | undefined {
   const p = pod as unknown as PodShape;
@@ -31,7 +36,8 @@ export function podEndpoint(pod: KubeObject, addressing: DataplaneAddressing): E
     : p.status.conditions?.some((c) => c.type === 'Ready' && c.status === 'True') === true;
   if (!ready) return undefined;
   const host = ip.includes(':') ? `[${ip}]` : ip;
-  return { id: p.metadata.name, address: `${addressing.scheme}://${host}:${addressing.port}` };
+  const restarts = (p.status.containerStatuses ?? []).reduce((sum, c) => sum + (c.restartCount ?? 0), 0);
+  return { id: p.metadata.name, address: `${addressing.scheme}://${host}:${addressing.port}`, incarnation: `${p.metadata.uid ?? ''}/${restarts}` };
 }
 
 /**

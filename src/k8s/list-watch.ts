@@ -1,6 +1,6 @@
 import { Observable } from 'rxjs';
 import { type KubeApi, type ResourceRef, describeError, resourcePath } from './api.ts';
-import { type BackoffOptions, DEFAULT_BACKOFF, backoffDelay } from './backoff.ts';
+import { type BackoffOptions, DEFAULT_BACKOFF, backoffDelay } from '../backoff.ts';
 import { type KubeObject, type ResourceChange, objectKey, refOf } from './resource.ts';
 import { fieldSelector as parseFieldFilter } from './selector.ts';
 import { DEFAULT_STRIP, stripFields } from './store.ts';

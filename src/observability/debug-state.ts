@@ -20,8 +20,10 @@ interface RenderedState {
   generation: number;
   at: number;
   config: RenderedConfig;
-  status: 'validating' | 'valid' | 'invalid';
+  /** unavailable: the check could not run (it is retried); it says nothing about the configuration. */
+  status: 'validating' | 'valid' | 'invalid' | 'unavailable';
   problems?: { file: string; line?: number; message: string }[];
+  unavailable?: string;
 }
 
 interface LastDeployment {
@@ -48,6 +50,8 @@ export interface Readiness {
   validConfig: boolean;
   /** No target haprx runs itself is down. */
   targetsUp: boolean;
+  /** Why the newest configuration has no verdict yet, when its check could not run. */
+  validationUnavailable?: string;
 }
 
 export interface DebugStateOptions {
@@ -110,6 +114,7 @@ export class DebugState {
       case 'ValidationFailed':
         if (this.rendered?.config.hash !== event.config.hash) return;
         this.rendered.status = event.type === 'Validated' ? 'valid' : 'invalid';
+        delete this.rendered.unavailable;
         if (event.type === 'Validated') this.validConfig = true;
         else this.rendered.problems = event.problems.map((p) => ({ file: p.file, ...(p.line !== undefined && { line: p.line }), message: p.message }));
         return;
@@ -118,6 +123,11 @@ export class DebugState {
         return;
       case 'TargetRestarted':
         this.down.delete(event.endpoint.id);
+        return;
+      case 'ValidationUnavailable':
+        if (this.rendered?.config.hash !== event.config.hash) return;
+        this.rendered.status = 'unavailable';
+        this.rendered.unavailable = event.message;
         return;
       case 'DeploymentCompleted': {
         const d = event.deployment;
@@ -131,7 +141,14 @@ export class DebugState {
 
   readiness(): Readiness {
     const targetsUp = this.down.size === 0;
-    return { ready: this.synced && this.validConfig && targetsUp, synced: this.synced, validConfig: this.validConfig, targetsUp };
+    const unavailable = this.rendered?.status === 'unavailable' ? this.rendered.unavailable : undefined;
+    return {
+      ready: this.synced && this.validConfig && targetsUp,
+      synced: this.synced,
+      validConfig: this.validConfig,
+      targetsUp,
+      ...(unavailable !== undefined && { validationUnavailable: unavailable }),
+    };
   }
 
   health(now = this.options.now()): Health {
@@ -178,6 +195,7 @@ export class DebugState {
         hash: this.rendered.config.hash,
         status: this.rendered.status,
         ...(this.rendered.problems && { problems: this.rendered.problems }),
+        ...(this.rendered.unavailable !== undefined && { unavailable: this.rendered.unavailable }),
         files: renderedFiles(this.rendered.config),
       },
       scheduling: {

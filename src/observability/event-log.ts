@@ -65,6 +65,12 @@ export function logLine(event: ControllerEvent): LogLine {
         fields: { reconcile: event.reconcile.seq, problems: event.problems.length },
       };
     }
+    case 'ValidationUnavailable':
+      return {
+        level: 'warn',
+        msg: `validation could not run (attempt ${event.attempt}): ${firstLine(event.message)}; checking again in ${event.retryInMs} ms, the last good configuration stays live`,
+        fields: { reconcile: event.reconcile.seq, attempt: event.attempt, retryInMs: event.retryInMs, durationMs: event.durationMs },
+      };
     case 'DeploymentStarted': {
       const d = event.deployment;
       return {
@@ -92,6 +98,14 @@ export function logLine(event: ControllerEvent): LogLine {
         level: 'warn',
         msg: `haproxy ${event.endpoint.id} restarted with the last configuration it had taken, ${event.downMs} ms after: ${firstLine(event.cause)}`,
         fields: { endpoint: event.endpoint.id, downMs: event.downMs },
+      };
+    case 'LeadershipLost':
+      return { level: 'warn', msg: 'no longer the leader: a deployment in flight is aborted, another replica deploys', fields: {} };
+    case 'StageFailed':
+      return {
+        level: 'error',
+        msg: `stage ${event.stage} failed: ${firstLine(event.message)}; the graph restarts in ${event.restartInMs} ms (failure ${event.failures}), the last good configuration stays live`,
+        fields: { stage: event.stage, failures: event.failures, restartInMs: event.restartInMs },
       };
   }
 }

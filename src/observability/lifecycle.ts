@@ -93,6 +93,29 @@ export class ReconcileLifecycle {
         this.generation = event.generation;
         step.generation = event.generation;
         return step;
+      case 'StageFailed':
+        // The graph is rebuilt: what was in flight is gone, and numbering starts again.
+        for (const entry of [...this.open.values()]) end(entry, 'cancelled');
+        step.deploymentsEnded.push(...this.deployments.values());
+        this.deployments.clear();
+        return step;
+      case 'LeadershipLost':
+        // Fenced: the deployment in flight was aborted.
+        for (const open of [...this.deployments.values()]) {
+          const owner = open.reconcileKey !== undefined ? this.open.get(open.reconcileKey) : undefined;
+          if (owner) end(owner, 'cancelled');
+          step.deploymentsEnded.push(open);
+        }
+        this.deployments.clear();
+        return step;
+      case 'ValidationUnavailable': {
+        // A check that could not run is retried: the reconciliation stays in validation,
+        // and is not stalled while each attempt ends in time.
+        const entry = this.find(event.reconcile);
+        advance(entry, 'validating');
+        step.entry = entry;
+        return step;
+      }
       case 'ConfigRejected':
       case 'SourceProblem':
       case 'TargetDown':

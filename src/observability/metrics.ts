@@ -13,15 +13,20 @@ export const EVENT_TYPES: readonly ControllerEvent['type'][] = [
   'RenderUnchanged',
   'Validated',
   'ValidationFailed',
+  'ValidationUnavailable',
   'DeploymentStarted',
   'InstanceDeployed',
   'InstanceDeployFailed',
   'DeploymentCompleted',
   'TargetDown',
   'TargetRestarted',
+  'LeadershipLost',
+  'StageFailed',
 ];
 const CAUSES: readonly ReconcileCause['reason'][] = ['resources', 'config', 'drift', 'endpoints', 'leader'];
-const DEPLOY_REASONS: readonly DeployRequest['reason'][] = ['change', 'drift', 'endpoints', 'leader'];
+const DEPLOY_REASONS: readonly DeployRequest['reason'][] = ['change', 'drift', 'endpoints', 'leader', 'retry', 'credentials'];
+/** What the feedback edges retry: an instance's deployment, a check that could not run, the whole graph after a stage failed. */
+const RETRIED = ['instance', 'validation', 'graph'] as const;
 const STAGES: readonly Stage[] = ['rendering', 'validating', 'queued', 'deploying'];
 
 /** From a millisecond to a minute: renders are fast, haproxy -c on a large config takes a second, deploys time out at 30 s. */
@@ -52,8 +57,15 @@ function createMetrics(registry: Registry, sources: MetricsSources) {
     renderDuration: histogram('haprx_render_duration_seconds', 'Time to render the templates, by result (changed, unchanged, failed).', ['result']),
     validations: counter('haprx_validations_total', 'Configurations checked with haproxy -c.'),
     validationErrors: counter('haprx_validation_errors_total', 'Configurations haproxy -c refused.'),
-    validationDuration: histogram('haprx_validation_duration_seconds', 'Time haproxy -c took, by result (valid, invalid).', ['result']),
-    deployments: counter('haprx_deployments_total', 'Deployments completed, by reason (change, drift, endpoints, leader).', ['reason']),
+    validationUnavailable: counter('haprx_validation_unavailable_total', 'Checks that could not run (haproxy -c timed out, could not start, was killed); never counted as refused.'),
+    validationDuration: histogram('haprx_validation_duration_seconds', 'Time haproxy -c took, by result (valid, invalid, unavailable).', ['result']),
+    retries: counter(
+      'haprx_retries_total',
+      'Retries scheduled by the feedback edges: instance (a failed instance deployed again), validation (a check that could not run), graph (a restart after a stage failed).',
+      ['what'],
+    ),
+    stageFailures: counter('haprx_stage_failures_total', 'Errors that left a stage of the graph and restarted it, by stage.', ['stage']),
+    deployments: counter('haprx_deployments_total', 'Deployments completed, by reason (change, drift, endpoints, leader, retry, credentials).', ['reason']),
     deploymentErrors: counter('haprx_deployment_errors_total', 'Deployments in which at least one instance failed, by reason.', ['reason']),
     deploymentDuration: histogram('haprx_deployment_duration_seconds', 'Time from the start of a deployment until every instance answered, by reason.', ['reason']),
     deploymentWait: histogram('haprx_deployment_wait_seconds', 'Time a deployment waited in the scheduler (minimum interval, a running deployment), by reason.', ['reason']),
@@ -118,6 +130,8 @@ export class ControllerMetrics {
     for (const type of EVENT_TYPES) this.m.events.inc({ type }, 0);
     this.m.validations.inc(0);
     this.m.validationErrors.inc(0);
+    this.m.validationUnavailable.inc(0);
+    for (const what of RETRIED) this.m.retries.inc({ what }, 0);
     this.m.leader.set(1);
     this.m.ready.set(0);
     this.m.deploymentsInProgress.set(0);
@@ -190,12 +204,26 @@ export class ControllerMetrics {
         m.validationDuration.observe({ result: valid ? 'valid' : 'invalid' }, seconds(event.durationMs));
         return;
       }
+      case 'ValidationUnavailable':
+        m.validationUnavailable.inc();
+        m.retries.inc({ what: 'validation' });
+        m.validationDuration.observe({ result: 'unavailable' }, seconds(event.durationMs));
+        return;
       case 'DeploymentStarted': {
         const { reason, queuedAt, startedAt } = event.deployment;
         m.deploymentWait.observe({ reason }, seconds(startedAt - queuedAt));
         m.deploymentsInProgress.set(1);
+        if (reason === 'retry') m.retries.inc({ what: 'instance' }, event.deployment.endpoints.length);
         return;
       }
+      case 'LeadershipLost':
+        m.deploymentsInProgress.set(0);
+        return;
+      case 'StageFailed':
+        m.stageFailures.inc({ stage: event.stage });
+        m.retries.inc({ what: 'graph' });
+        m.deploymentsInProgress.set(0);
+        return;
       case 'InstanceDeployed':
       case 'InstanceDeployFailed': {
         const { result } = event;

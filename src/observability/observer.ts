@@ -83,9 +83,10 @@ export function createObserver(options: ObserverOptions): Observer {
     },
     '/readyz': () => {
       const r = debug.readiness();
+      const unavailable = r.validationUnavailable !== undefined ? ` (the last check could not run and is retried: ${r.validationUnavailable})` : '';
       const missing = [
         ...(r.synced ? [] : ['the initial sync of every watched set']),
-        ...(r.validConfig ? [] : ['a configuration that haproxy accepted']),
+        ...(r.validConfig ? [] : [`a configuration that haproxy accepted${unavailable}`]),
         ...(r.targetsUp ? [] : ['haproxy to run again']),
       ];
       return json(r.ready ? 200 : 503, { status: r.ready ? 'ready' : 'not ready', ...(missing.length > 0 && { waitingFor: missing }) });

@@ -102,6 +102,15 @@ export class EventTracer {
         }, error);
         break;
       }
+      case 'ValidationUnavailable': {
+        if (!root) break;
+        this.child(root.ctx, 'validate', now - event.durationMs, now, {
+          'haprx.config.hash': event.config.hash,
+          'haprx.validate.attempt': event.attempt,
+          'haprx.validate.retry_in_ms': event.retryInMs,
+        }, this.scrub(`could not run: ${firstLine(event.message)}`));
+        break;
+      }
       case 'DeploymentStarted': {
         const open = step.deployment;
         if (!open) break;
@@ -197,7 +206,7 @@ export class EventTracer {
   private cancelDeploy(open: OpenDeployment, now: number): void {
     const deploy = this.deploys.get(open.key);
     if (!deploy) return;
-    deploy.span.setStatus({ code: SpanStatusCode.ERROR, message: 'cancelled: a new controller configuration replaced the graph' });
+    deploy.span.setStatus({ code: SpanStatusCode.ERROR, message: 'cancelled: the graph was rebuilt, or this replica lost the lead' });
     deploy.span.end(time(now));
     deploy.ownRoot?.end(time(now));
     this.deploys.delete(open.key);

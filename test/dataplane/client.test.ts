@@ -107,7 +107,7 @@ describe('DataplaneClient over HTTP (double)', () => {
     double.faults.status(502, { path: VERSION_PATH }, 10);
     const before = calls(VERSION_PATH).length;
     const err = await failure(client({ retries: 2 }).request('GET', VERSION_PATH));
-    double.faults.clear();
+    await double.faults.clear();
     assert.equal(err.status, 502);
     assert.match(err.message, /GET \/v3\/services\/haproxy\/configuration\/version: 502 Bad Gateway: injected fault: 502/);
     assert.equal(calls(VERSION_PATH).length - before, 3);

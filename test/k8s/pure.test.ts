@@ -5,7 +5,7 @@ import { loadControllerConfig } from '../../src/cli/load-config.ts';
 import { decodeControllerConfig } from '../../src/config/controller-config.ts';
 import { readTemplateDir } from '../../src/config/template-dir.ts';
 import { resourcePath } from '../../src/k8s/api.ts';
-import { backoffDelay } from '../../src/k8s/backoff.ts';
+import { backoffDelay } from '../../src/backoff.ts';
 import { configMapToRaw, rawToConfigMapData } from '../../src/k8s/config-map.ts';
 import { credentialsFromSecret } from '../../src/k8s/credentials.ts';
 import { EndpointSet, podEndpoint } from '../../src/k8s/discovery.ts';
@@ -138,23 +138,35 @@ describe('credentialsFromSecret', () => {
 });
 
 describe('pod discovery', () => {
-  const pod = (name: string, opts: { ip?: string; phase?: string; ready?: boolean; container?: string; deleting?: boolean } = {}): KubeObject => ({
-    metadata: { name, namespace: 'sys', ...(opts.deleting && { deletionTimestamp: '2026-01-01T00:00:00Z' }) },
+  const pod = (name: string, opts: { ip?: string; phase?: string; ready?: boolean; container?: string; deleting?: boolean; uid?: string; restarts?: number } = {}): KubeObject => ({
+    metadata: { name, namespace: 'sys', uid: opts.uid ?? `uid-${name}`, ...(opts.deleting && { deletionTimestamp: '2026-01-01T00:00:00Z' }) },
     status: {
       phase: opts.phase ?? 'Running',
       ...(opts.ip !== undefined ? { podIP: opts.ip } : { podIP: '10.0.0.1' }),
       conditions: [{ type: 'Ready', status: opts.ready === false ? 'False' : 'True' }],
       containerStatuses: [
-        { name: 'haproxy', ready: true },
-        { name: opts.container ?? 'dataplane', ready: opts.ready !== false },
+        { name: 'haproxy', ready: true, restartCount: opts.restarts ?? 0 },
+        { name: opts.container ?? 'dataplane', ready: opts.ready !== false, restartCount: 0 },
       ],
     },
   });
   const addressing = { container: 'dataplane', port: 5555, scheme: 'https' as const };
 
   it('makes a Running pod with an IP and a Ready Data Plane container an endpoint', () => {
-    assert.deepEqual(podEndpoint(pod('p1', { ip: '10.1.2.3' }), addressing), { id: 'p1', address: 'https://10.1.2.3:5555' });
-    assert.deepEqual(podEndpoint(pod('p6', { ip: 'fd00::7' }), addressing), { id: 'p6', address: 'https://[fd00::7]:5555' });
+    assert.deepEqual(podEndpoint(pod('p1', { ip: '10.1.2.3' }), addressing), { id: 'p1', address: 'https://10.1.2.3:5555', incarnation: 'uid-p1/0' });
+    assert.deepEqual(podEndpoint(pod('p6', { ip: 'fd00::7' }), addressing), { id: 'p6', address: 'https://[fd00::7]:5555', incarnation: 'uid-p6/0' });
+  });
+
+  it('gives a pod that came back a new incarnation: a container restarted, or a new pod of the same name', () => {
+    const first = podEndpoint(pod('p', { uid: 'u1' }), addressing)!;
+    const restarted = podEndpoint(pod('p', { uid: 'u1', restarts: 1 }), addressing)!;
+    const replaced = podEndpoint(pod('p', { uid: 'u2' }), addressing)!;
+    assert.deepEqual([first.id, restarted.id, replaced.id], ['p', 'p', 'p']);
+    assert.equal(new Set([first.incarnation, restarted.incarnation, replaced.incarnation]).size, 3);
+    const set = new EndpointSet(addressing);
+    set.apply({ type: 'replace', resource: 'pods', objects: [pod('p', { uid: 'u1' })] });
+    set.apply({ type: 'synced', resource: 'pods' });
+    assert.deepEqual(set.apply({ type: 'upsert', resource: 'pods', object: pod('p', { uid: 'u1', restarts: 1 }) })?.map((e) => e.incarnation), ['u1/1'], 'a restart is an endpoint change');
   });
 
   it('leaves out pods that cannot take a deployment', () => {
@@ -174,7 +186,7 @@ describe('pod discovery', () => {
     const set = new EndpointSet(addressing);
     assert.equal(set.apply({ type: 'replace', resource: 'pods', objects: [pod('b', { ip: '10.0.0.2' }), pod('a', { ip: '10.0.0.1' })] }), undefined);
     assert.deepEqual(set.apply({ type: 'synced', resource: 'pods' })?.map((e) => e.id), ['a', 'b']);
-    assert.equal(set.apply({ type: 'upsert', resource: 'pods', object: { ...pod('a', { ip: '10.0.0.1' }), metadata: { name: 'a', namespace: 'sys', labels: { x: 'y' } } } }), undefined);
+    assert.equal(set.apply({ type: 'upsert', resource: 'pods', object: { ...pod('a', { ip: '10.0.0.1' }), metadata: { name: 'a', namespace: 'sys', uid: 'uid-a', labels: { x: 'y' } } } }), undefined);
     assert.deepEqual(set.apply({ type: 'upsert', resource: 'pods', object: pod('a', { ready: false }) })?.map((e) => e.id), ['b']);
     assert.deepEqual(set.apply({ type: 'upsert', resource: 'pods', object: pod('c', { ip: '10.0.0.3' }) })?.map((e) => e.address), ['https://10.0.0.2:5555', 'https://10.0.0.3:5555']);
     assert.deepEqual(set.apply({ type: 'delete', resource: 'pods', object: pod('b') })?.map((e) => e.id), ['c']);

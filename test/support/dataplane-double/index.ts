@@ -10,8 +10,10 @@
  *   socket and its outcome is read from `show proc`;
  * - runtime endpoints become runtime API commands sent to the worker;
  * - storage endpoints become files in storage directories.
- * Faults can be injected: 5xx answers, slow answers, dropped connections, and
- * configuration writes that lose a race against another client (409).
+ * Faults can be injected: 5xx answers, slow answers, dropped connections,
+ * configuration writes that lose a race against another client (409), reloads
+ * that fail (as when haproxy cannot start the new configuration: the agent puts
+ * the last good file back), and an API that refuses connections (not listening).
  *
  * Where it simplifies (documented in docs/dataplane.md): no transactions, no
  * fine-grained configuration endpoints, no runtime certificate updates (ssl
@@ -81,7 +83,14 @@ export interface DataplaneDouble {
     drop(match?: Matcher, times?: number): void;
     /** The next `times` versioned configuration writes lose a race: another client commits first. */
     conflict(times?: number): void;
-    clear(): void;
+    /** The next `times` reloads fail: the reload reports `failed` and the last good configuration file is put back. */
+    failReloads(times?: number): void;
+    /** Stops listening: connections are refused until `accept()` (haproxy itself goes on serving). */
+    refuse(): Promise<void>;
+    /** Listens again, on the same port. */
+    accept(): Promise<void>;
+    /** Clears every fault above, and listens again if it was refusing. */
+    clear(): Promise<void>;
   };
   /** Reloads and failed reloads as the master's `show proc` counts them. */
   reloadCounts(): Promise<{ reloads: number; failed: number }>;
@@ -260,7 +269,13 @@ export async function startDataplaneDouble(options: DataplaneDoubleOptions = {})
 
   const haproxy = new HaproxyProcess({ bin, stateDir: confDir });
   await haproxy.start();
-  const agent = new ReloadAgent({ configFile, delayMs: options.reloadDelayMs ?? 100, reload: () => haproxy.reload() }, initial);
+  let failingReloads = 0;
+  const reload = async () => {
+    if (failingReloads <= 0) return haproxy.reload();
+    failingReloads--;
+    return { ok: false as const, message: '[ALERT] (1) : injected fault: the new haproxy process could not start' };
+  };
+  const agent = new ReloadAgent({ configFile, delayMs: options.reloadDelayMs ?? 100, reload }, initial);
 
   const faults: Fault[] = [];
   let conflicts = 0;
@@ -771,6 +786,22 @@ export async function startDataplaneDouble(options: DataplaneDoubleOptions = {})
   const address = server.address();
   if (typeof address !== 'object' || !address) throw new Error('the double has no address');
   const url = `${options.tls ? 'https' : 'http'}://127.0.0.1:${address.port}`;
+  const listening = () => server.listening;
+  const closeListener = async () => {
+    if (!server.listening) return;
+    server.closeAllConnections();
+    await new Promise<void>((resolve) => server.close(() => resolve()));
+  };
+  const listenAgain = async () => {
+    if (server.listening) return;
+    await new Promise<void>((resolve, reject) => {
+      server.once('error', reject);
+      server.listen(address.port, '127.0.0.1', () => {
+        server.off('error', reject);
+        resolve();
+      });
+    });
+  };
 
   return {
     url,
@@ -784,9 +815,14 @@ export async function startDataplaneDouble(options: DataplaneDoubleOptions = {})
       slow: (ms, match = {}, times = Infinity) => void faults.push({ kind: 'slow', ms, match, times }),
       drop: (match = {}, times = 1) => void faults.push({ kind: 'drop', match, times }),
       conflict: (times = 1) => void (conflicts += times),
-      clear: () => {
+      failReloads: (times = 1) => void (failingReloads += times),
+      refuse: closeListener,
+      accept: listenAgain,
+      clear: async () => {
         faults.length = 0;
         conflicts = 0;
+        failingReloads = 0;
+        await listenAgain();
       },
     },
     async reloadCounts() {
@@ -805,9 +841,8 @@ export async function startDataplaneDouble(options: DataplaneDoubleOptions = {})
     },
     reloadsSettled: () => agent.idle(),
     async stop() {
-      agent.stop();
-      server.closeAllConnections();
-      await new Promise<void>((resolve) => server.close(() => resolve()));
+      await agent.stop();
+      if (listening()) await closeListener();
       await haproxy.stop();
       await rm(root, { recursive: true, force: true });
     },

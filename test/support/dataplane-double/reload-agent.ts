@@ -88,22 +88,27 @@ export class ReloadAgent {
     while (this.next !== undefined || this.current !== undefined) await new Promise<void>((resolve) => this.waiters.push(resolve));
   }
 
-  stop(): void {
+  /** Cancels the pending reload; resolves once a reload that is running has ended. */
+  async stop(): Promise<void> {
     if (this.timer) clearTimeout(this.timer);
     this.timer = undefined;
+    await this.running.catch(() => undefined);
   }
 
   private arm(): void {
     if (this.timer) return;
     this.timer = setTimeout(() => {
       this.timer = undefined;
-      this.running = this.running.then(async () => {
-        const id = this.next;
-        if (id === undefined) return;
-        this.next = undefined;
-        await this.runOne(id);
-        if (this.next !== undefined) this.arm();
-      });
+      this.running = this.running
+        .then(async () => {
+          const id = this.next;
+          if (id === undefined) return;
+          this.next = undefined;
+          await this.runOne(id);
+          if (this.next !== undefined) this.arm();
+        })
+        // A double being stopped may lose its files under a reload: nothing to report.
+        .catch(() => undefined);
     }, this.deps.delayMs);
   }
 

@@ -17,3 +17,9 @@ export function backoffDelay(attempt: number, options: BackoffOptions = DEFAULT_
   const base = Math.min(options.maxMs, options.initialMs * 2 ** Math.max(0, Math.min(attempt, 30)));
   return Math.round(base * (1 + options.jitter * random()));
 }
+
+/**
+ * The feedback edges of the graph (an instance retried, a validation that could not
+ * run, a stage that failed): 1 s doubling to 60 s, each stretched by up to a fifth.
+ */
+export const RETRY_BACKOFF: BackoffOptions = { initialMs: 1_000, maxMs: 60_000, jitter: 0.2 };
