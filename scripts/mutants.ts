@@ -13,7 +13,7 @@ import { promisify } from 'node:util';
 const run = promisify(execFile);
 const root = new URL('..', import.meta.url).pathname;
 const ALIASES =
-  "import { mergeMap as mutMergeMap, concatMap as mutConcatMap, zip as mutZip, share as mutShare, identity as mutIdentity } from 'rxjs';\n";
+  "import { mergeMap as mutMergeMap, concatMap as mutConcatMap, zip as mutZip, zipWith as mutZipWith, share as mutShare, identity as mutIdentity } from 'rxjs';\n";
 
 interface Mutant {
   stage: string;
@@ -29,15 +29,27 @@ const mutants: Mutant[] = [
   { stage: 'trigger: max wait', file: 'streams/operators/debounce-batch.ts', from: 'timer(deadline - now, scheduler),', to: '', test: 'marble-tests/trigger.test.ts' },
   { stage: 'render: switchMap → mergeMap', file: 'streams/render.ts', from: 'switchMap((reconcile) =>', to: 'mutMergeMap((reconcile) =>', test: 'marble-tests/render.test.ts' },
   { stage: 'validate: switchMap → mergeMap', file: 'streams/validate.ts', from: 'switchMap(({ reconcile, config }) =>', to: 'mutMergeMap(({ reconcile, config }) =>', test: 'marble-tests/validate.test.ts' },
-  { stage: 'requests: combineLatest → zip', file: 'streams/endpoints.ts', from: 'combineLatest([validated$, endpoints$])', to: 'mutZip([validated$, endpoints$])', test: 'marble-tests/endpoints.test.ts' },
-  { stage: 'drift: switchMap → mergeMap', file: 'streams/drift.ts', from: 'switchMap((request) =>', to: 'mutMergeMap((request) =>', test: 'marble-tests/drift.test.ts' },
-  { stage: 'leadership: gate removed', file: 'streams/leadership.ts', from: "pair[1]?.[1] === true", to: 'pair[1] !== undefined', test: 'marble-tests/leadership.test.ts' },
+  { stage: 'validate: a check that could not run is not retried', file: 'streams/validate.ts', from: 'repeat({ delay: () => timer(retryInMs, scheduler) }),', to: '', test: 'marble-tests/validate.test.ts' },
+  { stage: 'render: unchanged ignores what validation said', file: 'streams/render.ts', from: "last.refused = verdict.type === 'ValidationFailed'", to: 'last.refused = false', test: 'marble-tests/render.test.ts' },
+  { stage: 'desired: combineLatest → zip', file: 'streams/endpoints.ts', from: 'combineLatest([validated$, endpoints$])', to: 'mutZip([validated$, endpoints$])', test: 'marble-tests/endpoints.test.ts' },
+  { stage: 'requests: a returning instance looks known', file: 'streams/endpoints.ts', from: "`${e.id}\\n${e.address}\\n${e.incarnation ?? ''}`", to: 'e.id', test: 'marble-tests/endpoints.test.ts' },
+  { stage: 'credentials: withLatestFrom → zipWith', file: 'streams/endpoints.ts', from: 'withLatestFrom(desired$)', to: 'mutZipWith(desired$)', test: 'marble-tests/endpoints.test.ts' },
+  { stage: 'retry: switchMap → mergeMap (a new deployment no longer replaces the pending retry)', file: 'streams/retry.ts', from: 'switchMap((s) =>', to: 'mutMergeMap((s) =>', test: 'marble-tests/retry.test.ts' },
+  { stage: 'retry: no doubling', file: 'streams/retry.ts', from: 'backoffDelay(s.failures - 1,', to: 'backoffDelay(0,', test: 'marble-tests/retry.test.ts' },
+  { stage: 'retry: an instance that leaves keeps its retries', file: 'streams/retry.ts', from: 'merge(outcomes$, left$)', to: 'merge(outcomes$)', test: 'marble-tests/retry.test.ts' },
+  { stage: 'drift: switchMap → mergeMap', file: 'streams/drift.ts', from: 'switchMap((state) =>', to: 'mutMergeMap((state) =>', test: 'marble-tests/drift.test.ts' },
+  { stage: 'leadership: switchMap → mergeMap (a lost lead no longer aborts)', file: 'streams/leadership.ts', from: 'switchMap((leads, term)', to: 'mutMergeMap((leads, term)', test: 'marble-tests/leadership.test.ts' },
+  { stage: 'leadership: gate removed', file: 'streams/leadership.ts', from: 'if (!leads) return', to: 'if (leads === undefined) return', test: 'marble-tests/leadership.test.ts' },
   { stage: 'schedule: throttle removed', file: 'streams/schedule.ts', from: 'throttle((run$) =>', to: '((_d: unknown, _o: unknown) => mutIdentity)((run$: unknown) =>', test: 'marble-tests/schedule.test.ts' },
   { stage: 'schedule: window ignores the running deployment', file: 'streams/schedule.ts', from: 'forkJoin([timer(minIntervalMs, scheduler), run$.pipe(ignoreElements(), defaultIfEmpty(null))])', to: 'timer(minIntervalMs, scheduler)', test: 'marble-tests/schedule.test.ts' },
   { stage: 'schedule: a torn-down graph keeps deploying', file: 'streams/schedule.ts', from: 'shareReplay({ bufferSize: Infinity, refCount: true })', to: 'shareReplay()', test: 'marble-tests/schedule.test.ts' },
+  { stage: 'schedule: waiting requests no longer merge', file: 'streams/schedule.ts', from: 'waiting = waiting ? coalesce(waiting, request) : request;', to: 'waiting = request;', test: 'marble-tests/schedule.test.ts' },
   { stage: 'deploy: mergeMap → concatMap', file: 'streams/deploy.ts', from: 'mergeMap((endpoint) => deployOne(endpoint, deployment), concurrency)', to: 'mutConcatMap((endpoint) => deployOne(endpoint, deployment))', test: 'marble-tests/deploy.test.ts' },
   { stage: 'deploy: timeout removed', file: 'streams/deploy.ts', from: 'timeout({ first: options.timeoutMs, scheduler }),', to: '', test: 'marble-tests/deploy.test.ts' },
+  { stage: 'boundary: errors are not caught', file: 'streams/operators/supervise.ts', from: 'retry({', to: '((_o: unknown) => mutIdentity)({', test: 'marble-tests/supervise.test.ts' },
+  { stage: 'boundary: the delay between restarts does not grow', file: 'streams/operators/supervise.ts', from: 'backoffDelay(failures++, backoff, random)', to: 'backoffDelay((failures++, 0), backoff, random)', test: 'marble-tests/supervise.test.ts' },
   { stage: 'controller: switchMap → mergeMap', file: 'streams/controller.ts', from: 'switchMap((d, index) =>', to: 'mutMergeMap((d, index) =>', test: 'marble-tests/controller.test.ts' },
+  { stage: 'graph: deploy outcomes not fed back to the retries', file: 'streams/graph.ts', from: 'tap((event) => deployEvents.next(event)),', to: '', test: 'marble-tests/graph.test.ts' },
   { stage: 'graph: connect → share', file: 'streams/graph.ts', from: 'connect((changes$) => {', to: '((f: (c: Observable<ResourceChange>) => unknown) => (c: Observable<ResourceChange>) => f(c.pipe(mutShare())) as never)((changes$) => {', test: 'marble-tests/graph.test.ts' },
 ];
 
@@ -51,11 +63,14 @@ async function killedBy(mutant: Mutant): Promise<string[]> {
     const source = await readFile(path, 'utf8');
     if (!source.includes(mutant.from)) throw new Error(`${mutant.file} no longer contains: ${mutant.from}`);
     await writeFile(path, ALIASES + source.replace(mutant.from, mutant.to));
-    const result = await run(process.execPath, ['--test', '--test-reporter=spec', mutant.test], { cwd: scratch }).then(
-      (r) => r.stdout,
-      (e: { stdout?: string }) => e.stdout ?? '',
+    // A mutant that makes a test loop for ever (virtual time never ends) is cut short.
+    const result = await run(process.execPath, ['--test', '--test-reporter=spec', mutant.test], { cwd: scratch, timeout: 120_000 }).then(
+      (r) => ({ ok: true, stdout: r.stdout }),
+      (e: { stdout?: string }) => ({ ok: false, stdout: e.stdout ?? '' }),
     );
-    return [...new Set(result.split('\n').filter((l) => /^\s+✖ /.test(l)).map((l) => l.trim().replace(/^✖ /, '').replace(/ \([\d.]+ms\)$/, '')))];
+    const names = [...new Set(result.stdout.split('\n').filter((l) => /^\s+✖ /.test(l)).map((l) => l.trim().replace(/^✖ /, '').replace(/ \([\d.]+ms\)$/, '')))];
+    // A run that failed without naming a test (a crash, a hang) still caught the mutant, but say so.
+    return names.length === 0 && !result.ok ? ['(the test run ended without a result: it crashed or hung)'] : names;
   } finally {
     await rm(scratch, { recursive: true, force: true });
   }

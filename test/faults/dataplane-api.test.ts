@@ -54,7 +54,7 @@ describe('Data Plane faults: the last good configuration serves, and the change 
         );
         await sleep(FAULT_MS);
         const retries = rig.events.slice(mark).filter((e) => e.event.type === 'DeploymentStarted' && e.event.deployment.reason === 'retry').length;
-        assert.ok(retries >= 1, 'retried while the fault lasted, with drift off');
+        assert.ok(retries >= 1, `retried while the fault lasted, with drift off:\n${rig.timeline(mark)}`);
         const during = rig.served(firstFailure);
         assert.deepEqual(Object.keys(during.bodies), ['one'], 'the last good configuration serves while the fault lasts');
 

@@ -140,6 +140,8 @@ export class FaultRig {
     });
     this.endpoints$.next([{ id: 'haproxy-0', address: this.double.url, incarnation: 'first' }]);
     await until('the first configuration serving', async () => ((await get(this.httpPort, '/', 'app.test').catch(() => undefined))?.body === 'one\n' ? true : undefined), 20_000, () => this.describe());
+    // Done when the first deployment is, clean-up included: a fault must meet the change, not its tail.
+    await this.waitFor('DeploymentCompleted', 0, 20_000, (e) => e.results.every((r) => r.ok));
   }
 
   /** Creates or changes a Service; `host` routes that host to it. */
@@ -232,6 +234,15 @@ export class FaultRig {
   /** The log lines the events make, as the controller would write them. */
   logLines(from = 0): string[] {
     return this.events.slice(from).map((e) => logLine(e.event).msg);
+  }
+
+  /** Events from `from` on, with their times relative to the first, one per line. */
+  timeline(from = 0): string {
+    const t0 = this.events[from]?.at ?? 0;
+    return this.events
+      .slice(from)
+      .map((e) => `  +${e.at - t0} ms ${e.event.type}: ${logLine(e.event).msg}`)
+      .join('\n');
   }
 
   private describe(): string {
