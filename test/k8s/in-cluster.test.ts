@@ -190,13 +190,57 @@ describe('in-cluster controller', () => {
     assert.equal(a.targetsCreated.length, 2);
     const secret = double.get('v1', 'secrets', NS, 'haprx-dataplane')!;
     double.apply('v1', 'secrets', { ...secret, data: credentialsSecret('rotated').data });
-    await sleep(200);
+    // The rotation itself redeploys the current configuration, with the new password, at once.
+    await until('a redeployment with the rotated password', () => instances(deployed.filter((d) => d.password === 'rotated')).length === 2);
+    const redeploy = a.events.find((e) => e.type === 'DeploymentStarted' && e.deployment.reason === 'credentials');
+    assert.ok(redeploy, 'reason credentials');
     double.create('v1', 'services', service('after-rotation'));
     await until('a deployment after the rotation', () => deployed.some((d) => d.main.includes('after-rotation')));
     await sleep(100);
     assert.ok(deployed.filter((d) => d.main.includes('after-rotation')).every((d) => d.password === 'rotated'));
     assert.equal(a.targetsCreated.length, 4, 'one new client per instance');
     assert.equal(a.targetsClosed.length, 2, 'the old clients are closed');
+  });
+
+  it('sends the current configuration at once to a pod whose container restarted, and to one replaced under the same name', async () => {
+    const a = start();
+    await until('first deployment', () => instances(deployed).length === 2);
+    const to10 = () => deployed.filter((d) => d.instance === 'https://10.0.0.10:5555').length;
+    const before = to10();
+    const pod = double.get('v1', 'pods', NS, 'haproxy-0')!;
+    const status = pod.status as { containerStatuses: { name: string; restartCount?: number }[] };
+    double.apply('v1', 'pods', { ...pod, status: { ...status, containerStatuses: status.containerStatuses.map((c) => (c.name === 'haproxy' ? { ...c, restartCount: 1 } : c)) } });
+    await until('a deployment to the restarted pod', () => to10() > before);
+    const started = a.events.filter((e) => e.type === 'DeploymentStarted').at(-1)!;
+    assert.ok(started.type === 'DeploymentStarted' && started.deployment.reason === 'endpoints');
+    assert.deepEqual(started.deployment.endpoints.map((e) => e.id), ['haproxy-0'], 'only the pod that came back');
+    // Replaced: deleted and created again with the same name and address (a new UID).
+    double.remove('v1', 'pods', NS, 'haproxy-0');
+    double.create('v1', 'pods', haproxyPod('haproxy-0', '10.0.0.10'));
+    await until('a deployment to the new pod', () => to10() > before + 1);
+  });
+
+  it('aborts its deployment in flight when it loses the lease, and deploys again once it leads again', async () => {
+    let hang = true;
+    const aborted: string[] = [];
+    const a = start('replica-a', {
+      behaviour: (_config, signal) =>
+        hang
+          ? new Promise((resolve) => signal?.addEventListener('abort', () => (aborted.push('aborted'), resolve({ ok: false, reloaded: false, runtimeOps: 0, error: 'aborted' }))))
+          : Promise.resolve({ ok: true, reloaded: false, runtimeOps: 1 }),
+    });
+    await until('the first deployment started', () => a.events.some((e) => e.type === 'DeploymentStarted'));
+    // The API server stops taking this replica's lease renewals: it steps down within the renew deadline.
+    double.failNext({ path: /\/leases\//, status: 500, times: Infinity, token: 'test-token' });
+    await until('leadership lost', () => a.events.some((e) => e.type === 'LeadershipLost'), 5_000);
+    assert.deepEqual(aborted, ['aborted', 'aborted'], 'both instance deployments in flight were aborted');
+    assert.ok(!a.leader);
+    const before = deployed.length;
+    hang = false;
+    double.clearFaults();
+    await until('leading and deployed again', () => a.leader && instances(deployed.slice(before)).length === 2, 10_000);
+    const again = a.events.filter((e) => e.type === 'DeploymentStarted').at(-1)!;
+    assert.ok(again.type === 'DeploymentStarted' && again.deployment.reason === 'leader');
   });
 
   it('reports deployment failures as Warning Events, and a missing Secret in them', async () => {
