@@ -15,28 +15,35 @@
  *     - notContains: "text"
  *     - warning: "regex"       # a warning "<object>: <message>" matches
  *     - noWarnings: true
- *     - request: { host, path, method, headers, tls, sni, listener }
+ *     - request: { host, path, method, headers, tls, sni, listener, websocket }
  *       backend: be_x          # the backend that answers (status, location,
- *       status: 200            #   headers, requestHeaders, uri, certificate
- *       ...                    #   may be checked too; see docs/templates.md)
+ *       status: 200            #   headers, requestHeaders, uri, certificate,
+ *       ...                    #   reply may be checked too; see docs/templates.md)
+ *     - grpc: { listener, host, service, method, message, metadata }
+ *       grpcStatus: 0
+ *     - tcp: { listener, send, sni }
+ *       reply: "v1 hello"
+ *   servers:                   # optional: real servers behind Services
+ *     - { name: v1, protocol: http, service: shop/web, port: http }
  *
  * Static assertions check the render with the fixture's values. Requests run
  * against a second render on free 127.0.0.1 ports (httpPort, httpsPort, and a
- * portOffset for Gateway listeners), started with the real haproxy; every
- * backend ends with an `http-request return` naming itself, so a request shows
- * where the configuration sent it, and what it did to the request on the way,
- * without any server behind it.
+ * portOffset for Gateway listeners), started with the real haproxy. A backend
+ * with no fixture server behind it ends with an `http-request return` naming
+ * itself, so a request shows where the configuration sent it, and what it did
+ * to the request on the way, without any server; a fixture server
+ * (fixture-servers.ts) answers for real, for what needs one (timeouts,
+ * retries, HTTP/2, WebSocket, gRPC, TLS, TCP).
  */
 import { type ChildProcess, spawn } from 'node:child_process';
 import { readFile, readdir, mkdtemp, rm } from 'node:fs/promises';
-import { request as httpRequest, type IncomingHttpHeaders, type IncomingMessage } from 'node:http';
-import { request as httpsRequest } from 'node:https';
 import { createServer, connect } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
-import type { TLSSocket } from 'node:tls';
 import { parse, parseAllDocuments } from 'yaml';
+import { type GrpcExchange, type Reply, type TcpExchange, sendGrpc, sendHttp, sendTcp, sendWebSocket } from './fixture-clients.ts';
+import { type RunningServer, SERVER_PROTOCOLS, type ServerProtocol, startServer } from './fixture-servers.ts';
 import { readTemplateDir } from '../config/template-dir.ts';
 import { parseConfig } from '../haproxy/config.ts';
 import { Validator, couldNotRun } from '../haproxy/validate.ts';
@@ -61,6 +68,20 @@ export interface FixtureRequest {
   sni?: string;
   /** A Gateway listener port to connect to (plus the run's portOffset) instead of httpPort/httpsPort. */
   listener?: number;
+  /** Upgrade to WebSocket and send this text message; `reply` is the answer. */
+  websocket?: string;
+}
+
+/** A fixture server behind a Service port: the runner adds an EndpointSlice for it. */
+export interface FixtureServer {
+  name: string;
+  protocol: ServerProtocol;
+  /** `namespace/name` of the Service. */
+  service: string;
+  /** The Service port, by name or number. */
+  port: string | number;
+  /** For https: `namespace/name` of a Secret with tls.crt and tls.key. */
+  certificate?: string;
 }
 
 export interface Assertion {
@@ -71,6 +92,8 @@ export interface Assertion {
   warning?: string;
   noWarnings?: boolean;
   request?: FixtureRequest;
+  grpc?: GrpcExchange & { listener?: number };
+  tcp?: TcpExchange & { listener: number };
   backend?: string | null;
   status?: number;
   location?: string | null;
@@ -78,6 +101,9 @@ export interface Assertion {
   requestHeaders?: Record<string, string | null>;
   uri?: string;
   certificate?: string;
+  /** What came back over a WebSocket, a gRPC call or a TCP connection. */
+  reply?: string;
+  grpcStatus?: number;
 }
 
 export interface Fixture {
@@ -85,6 +111,7 @@ export interface Fixture {
   name: string;
   values: Record<string, unknown>;
   resources: KubeObject[];
+  servers: FixtureServer[];
   assert: Assertion[];
 }
 
@@ -156,18 +183,69 @@ async function readFixture(dir: string, file: string): Promise<Fixture> {
   if (!Array.isArray(doc.assert) || doc.assert.length === 0) throw new Error('assert must be a non-empty list');
   for (const [i, a] of (doc.assert as unknown[]).entries()) {
     if (!isRecord(a)) throw new Error(`assert[${i}] must be a mapping`);
-    const kinds = ['valid', 'contains', 'notContains', 'warning', 'noWarnings', 'request'].filter((k) => a[k] !== undefined);
-    if (kinds.length !== 1) throw new Error(`assert[${i}] must have exactly one of valid, contains, notContains, warning, noWarnings, request`);
+    const kinds = ASSERTION_KINDS.filter((k) => a[k] !== undefined);
+    if (kinds.length !== 1) throw new Error(`assert[${i}] must have exactly one of ${ASSERTION_KINDS.join(', ')}`);
   }
-  return { file: file.slice(dir.length + 1), name, values, resources, assert: doc.assert as Assertion[] };
+  return { file: file.slice(dir.length + 1), name, values, resources, servers: readServers(doc.servers, resources), assert: doc.assert as Assertion[] };
+}
+
+const ASSERTION_KINDS = ['valid', 'contains', 'notContains', 'warning', 'noWarnings', 'request', 'grpc', 'tcp'];
+const REQUEST_KINDS = ['request', 'grpc', 'tcp'] as const;
+
+function readServers(raw: unknown, resources: KubeObject[]): FixtureServer[] {
+  if (raw === undefined) return [];
+  if (!Array.isArray(raw)) throw new Error('servers must be a list');
+  const names = new Set<string>();
+  return raw.map((s: unknown, i) => {
+    const at = `servers[${i}]`;
+    if (!isRecord(s) || typeof s.name !== 'string' || !/^[a-z0-9-]{1,40}$/.test(s.name)) throw new Error(`${at}.name must be a short name (a-z, 0-9, -)`);
+    if (names.has(s.name)) throw new Error(`${at}: server ${s.name} is declared twice`);
+    names.add(s.name);
+    if (!SERVER_PROTOCOLS.includes(s.protocol as ServerProtocol)) throw new Error(`${at}.protocol must be one of ${SERVER_PROTOCOLS.join(', ')}`);
+    if (typeof s.service !== 'string' || !serviceOf(resources, s.service)) throw new Error(`${at}.service ${JSON.stringify(s.service)} is not a Service of the fixture (namespace/name)`);
+    if (typeof s.port !== 'string' && typeof s.port !== 'number') throw new Error(`${at}.port must name a port of the Service`);
+    if (s.protocol === 'https' && typeof s.certificate !== 'string') throw new Error(`${at}.certificate must name a Secret (namespace/name) for an https server`);
+    return { name: s.name, protocol: s.protocol as ServerProtocol, service: s.service, port: s.port, ...(typeof s.certificate === 'string' && { certificate: s.certificate }) };
+  });
+}
+
+const serviceOf = (resources: KubeObject[], ref: string) => {
+  const [ns, name] = ref.split('/');
+  return resources.find((r) => r.kind === 'Service' && r.metadata.namespace === ns && r.metadata.name === name);
+};
+
+/**
+ * An EndpointSlice for each fixture server: 127.0.0.1 and its port, under the
+ * name of the Service port it serves (so that the templates find it as they
+ * would a pod's).
+ */
+function serverSlices(resources: KubeObject[], servers: FixtureServer[], ports: ReadonlyMap<string, number>): KubeObject[] {
+  return servers.map((server) => {
+    const [namespace, service] = server.service.split('/');
+    const svcPorts = ((serviceOf(resources, server.service)?.spec as { ports?: { name?: string; port?: number; appProtocol?: string }[] } | undefined)?.ports ?? []);
+    const svcPort = svcPorts.find((p) => (typeof server.port === 'number' ? p.port === server.port : p.name === server.port));
+    return {
+      apiVersion: 'discovery.k8s.io/v1',
+      kind: 'EndpointSlice',
+      metadata: { name: `haprx-test-${server.name}`, namespace, labels: { 'kubernetes.io/service-name': service! } },
+      addressType: 'IPv4',
+      ports: [{ ...(svcPort?.name && { name: svcPort.name }), port: ports.get(server.name) ?? 1, ...(svcPort?.appProtocol && { appProtocol: svcPort.appProtocol }) }],
+      endpoints: [{ addresses: ['127.0.0.1'], conditions: { ready: true } }],
+    } as KubeObject;
+  });
 }
 
 /** Renders a fixture's resources with the library; never throws. */
-export function renderFixture(loaded: LoadedConfig, fixture: Pick<Fixture, 'resources' | 'values'>, extra: Record<string, unknown> = {}): ReturnType<typeof renderTemplates> | { ok: false; error: { template: string; message: string } } {
+export function renderFixture(
+  loaded: LoadedConfig,
+  fixture: Pick<Fixture, 'resources' | 'values'> & Partial<Pick<Fixture, 'servers'>>,
+  extra: Record<string, unknown> = {},
+  serverPorts: ReadonlyMap<string, number> = new Map(),
+): ReturnType<typeof renderTemplates> | { ok: false; error: { template: string; message: string } } {
   const watches = compileWatches(loaded.config.watch);
   if (!watches.ok) return { ok: false, error: { template: 'haprx.yaml', message: watches.message } };
   const stores = new Map(loaded.config.watch.map((w) => [w.name, new Store(w.name, w)]));
-  for (const object of fixture.resources) {
+  for (const object of [...fixture.resources, ...serverSlices(fixture.resources, fixture.servers ?? [], serverPorts)]) {
     // A copy each time: stores keep what they are given, and fixtures are rendered twice.
     const copy = structuredClone(object);
     for (const w of watches.watches) if (w.matches(copy)) stores.get(w.name)!.apply({ type: 'upsert', resource: w.name, object: copy });
@@ -204,7 +282,7 @@ async function runFixture(loaded: LoadedConfig, fixture: Fixture, validator: Val
   const results: AssertionResult[] = [];
   const requests: Assertion[] = [];
   for (const a of fixture.assert) {
-    if (a.request !== undefined) {
+    if (REQUEST_KINDS.some((k) => a[k] !== undefined)) {
       requests.push(a);
       continue;
     }
@@ -249,31 +327,68 @@ function fileText(config: RenderedConfig, file: string): string | undefined {
  * `return` that echoes the request it got (so no server is needed), and every
  * frontend names the backend that answered in a response header (be_name: the
  * frontend's own name when the frontend answered, e.g. with a redirect).
+ * Backends with a server at one of `real` (`127.0.0.1:port` of the fixture
+ * servers) are left to answer for real, and TCP sections are left alone.
  */
-export function stubBackends(main: string): string {
+export function stubBackends(main: string, real: ReadonlySet<string> = new Set()): string {
   const config = parseConfig(main);
   const lines = main.split('\n');
   const after = new Map<number, string>();
   for (const section of config.sections) {
+    if (section.lines.some((l) => l.keyword === 'mode' && l.args[0] === 'tcp')) continue;
     const last = section.lines.at(-1)?.line ?? section.header.line;
-    if (section.type === 'backend') after.set(last, `  http-request return status 200 content-type text/plain hdr ${URI_HEADER} "%[pathq]" lf-string "%[req.hdrs]"`);
+    const served = section.lines.some((l) => l.keyword === 'server' && real.has(l.args[1] ?? ''));
+    if (section.type === 'backend' && !served) after.set(last, `  http-request return status 200 content-type text/plain hdr ${URI_HEADER} "%[pathq]" lf-string "%[req.hdrs]"`);
     if (section.type === 'frontend') after.set(last, `  http-after-response set-header ${STUB_HEADER} "%[be_name]"`);
   }
   return lines.flatMap((line, i) => (after.has(i + 1) ? [line, after.get(i + 1)!] : [line])).join('\n');
 }
 
+const listenerPortsOf = (resources: KubeObject[]) => [
+  ...new Set(
+    resources
+      .filter((r) => r.kind === 'Gateway')
+      .flatMap((g) => ((g.spec as { listeners?: { port?: unknown }[] } | undefined)?.listeners ?? []).map((l) => Number(l.port)).filter((p) => Number.isInteger(p) && p > 0 && p < 65536)),
+  ),
+];
+
+/** The fixture servers, started; a Secret a server needs that is missing fails the start with its name. */
+async function startServers(fixture: Fixture): Promise<RunningServer[]> {
+  const started: RunningServer[] = [];
+  try {
+    for (const s of fixture.servers) {
+      let tls: { cert: string; key: string } | undefined;
+      if (s.certificate !== undefined) {
+        const [ns, name] = s.certificate.split('/');
+        const secret = fixture.resources.find((r) => r.kind === 'Secret' && r.metadata.namespace === ns && r.metadata.name === name) as { data?: Record<string, string> } | undefined;
+        const decode = (k: string) => Buffer.from(secret?.data?.[k] ?? '', 'base64').toString('utf8');
+        if (!secret) throw new Error(`server ${s.name}: no Secret ${s.certificate} in the fixture`);
+        tls = { cert: decode('tls.crt'), key: decode('tls.key') };
+      }
+      started.push(await startServer({ name: s.name, protocol: s.protocol, tls }));
+    }
+    return started;
+  } catch (err) {
+    await Promise.all(started.map((s) => s.close()));
+    throw err;
+  }
+}
+
 async function runRequests(loaded: LoadedConfig, fixture: Fixture, requests: Assertion[], haproxyBin: string): Promise<AssertionResult[]> {
-  const listenerPorts = [...new Set(fixture.resources.filter((r) => r.kind === 'Gateway').flatMap((g) => ((g.spec as { listeners?: { port?: unknown }[] } | undefined)?.listeners ?? []).map((l) => Number(l.port)).filter((p) => Number.isInteger(p) && p > 0 && p < 65536)))];
+  const listenerPorts = listenerPortsOf(fixture.resources);
   const httpPort = await freePort();
   const httpsPort = await freePort();
   const portOffset = await freeOffset(listenerPorts, [httpPort, httpsPort]);
-  const live = renderFixture(loaded, fixture, { bindAddress: '127.0.0.1', httpPort, httpsPort, portOffset });
-  const label = (a: Assertion) => `request ${JSON.stringify(a.request)}`;
-  if (!live.ok) return requests.map((a) => ({ assertion: label(a), ok: false, message: `render failed: ${live.error.message}` }));
+  const label = (a: Assertion) => REQUEST_KINDS.filter((k) => a[k] !== undefined).map((k) => `${k} ${JSON.stringify(a[k])}`).join('');
+  const servers = await startServers(fixture);
   const dir = await mkdtemp(join(tmpdir(), 'haprx-test-'));
   let child: ChildProcess | undefined;
   try {
-    await writeStateFiles(dir, { ...live.config, main: stubBackends(live.config.main) });
+    const serverPorts = new Map(servers.map((s) => [s.name, s.port]));
+    const live = renderFixture(loaded, fixture, { bindAddress: '127.0.0.1', httpPort, httpsPort, portOffset }, serverPorts);
+    if (!live.ok) return requests.map((a) => ({ assertion: label(a), ok: false, message: `render failed: ${live.error.message}` }));
+    const real = new Set(servers.map((s) => `127.0.0.1:${s.port}`));
+    await writeStateFiles(dir, { ...live.config, main: stubBackends(live.config.main, real) });
     let stderr = '';
     child = spawn(haproxyBin, ['-db', '-f', 'haproxy.cfg'], { cwd: dir, stdio: ['ignore', 'ignore', 'pipe'] });
     child.stderr!.setEncoding('utf8').on('data', (c: string) => (stderr += c));
@@ -289,10 +404,8 @@ async function runRequests(loaded: LoadedConfig, fixture: Fixture, requests: Ass
     if (!ready) return requests.map((a) => ({ assertion: label(a), ok: false, message: `haproxy did not start: ${stderr.trim().split('\n').slice(-3).join(' | ')}` }));
     const results: AssertionResult[] = [];
     for (const a of requests) {
-      const req = a.request!;
-      const port = req.listener !== undefined ? req.listener + portOffset : req.tls ? httpsPort : httpPort;
       try {
-        results.push(check(a, await send(port, req)));
+        results.push(check(a, label(a), await exchange(a, { httpPort, httpsPort, portOffset })));
       } catch (err) {
         results.push({ assertion: label(a), ok: false, message: errorText(err) });
       }
@@ -304,45 +417,34 @@ async function runRequests(loaded: LoadedConfig, fixture: Fixture, requests: Ass
       child.kill('SIGKILL');
       await gone;
     }
+    await Promise.all(servers.map((s) => s.close()));
     await rm(dir, { recursive: true, force: true });
   }
 }
 
-interface Reply {
-  status: number;
-  headers: IncomingHttpHeaders;
-  body: string;
-  certificate?: string;
-}
-
-function send(port: number, req: FixtureRequest): Promise<Reply> {
-  return new Promise((resolvePromise, reject) => {
-    const headers: Record<string, string> = { host: req.host ?? 'localhost', ...(req.headers ?? {}) };
-    const options = { host: '127.0.0.1', port, path: req.path ?? '/', method: req.method ?? 'GET', headers, agent: false as const };
-    const onReply = (res: IncomingMessage) => {
-      let body = '';
-      const certificate = req.tls ? (res.socket as TLSSocket).getPeerCertificate?.()?.subject?.CN : undefined;
-      res.setEncoding('utf8');
-      res.on('data', (c: string) => (body += c));
-      res.on('end', () => resolvePromise({ status: res.statusCode ?? 0, headers: res.headers, body, certificate: typeof certificate === 'string' ? certificate : undefined }));
-    };
-    const r = req.tls
-      ? httpsRequest({ ...options, servername: req.sni ?? (req.host ?? 'localhost').split(':')[0], rejectUnauthorized: false }, onReply)
-      : httpRequest(options, onReply);
-    r.setTimeout(5_000, () => r.destroy(new Error('request timed out')));
-    r.on('error', reject);
-    r.end();
-  });
+/** Sends what the assertion describes to the port it names. */
+function exchange(a: Assertion, at: { httpPort: number; httpsPort: number; portOffset: number }): Promise<Reply> {
+  if (a.grpc) return sendGrpc(a.grpc.listener !== undefined ? a.grpc.listener + at.portOffset : a.grpc.tls ? at.httpsPort : at.httpPort, a.grpc);
+  if (a.tcp) return sendTcp(a.tcp.listener + at.portOffset, a.tcp);
+  const req = a.request!;
+  const port = req.listener !== undefined ? req.listener + at.portOffset : req.tls ? at.httpsPort : at.httpPort;
+  return req.websocket !== undefined ? sendWebSocket(port, req, req.websocket) : sendHttp(port, req);
 }
 
 /**
- * Request headers as the stub backend saw them, names lower-cased, repeats
- * joined with ", ". The log-format string that wrote them encodes the CRLF
- * after each header as `%0D%0A` (and leaves `%` itself alone).
+ * Request headers as the backend saw them, names lower-cased, repeats joined
+ * with ", ": lines `name: value` separated by an encoded CRLF (`%0D%0A`), as
+ * the stub's log-format string writes them and the fixture servers copy; a
+ * gRPC echo carries them in its JSON reply.
  */
-function seenHeaders(body: string): Map<string, string> {
+function seenHeaders(reply: Reply): Map<string, string> {
   const seen = new Map<string, string>();
-  for (const line of body.split('%0D%0A')) {
+  if (reply.reply?.startsWith('{')) {
+    const headers = (JSON.parse(reply.reply) as { headers?: Record<string, string> }).headers ?? {};
+    for (const [name, value] of Object.entries(headers)) seen.set(name.toLowerCase(), value);
+    return seen;
+  }
+  for (const line of reply.body.split('%0D%0A')) {
     const colon = line.indexOf(':');
     if (colon <= 0) continue;
     const name = line.slice(0, colon).trim().toLowerCase();
@@ -352,7 +454,7 @@ function seenHeaders(body: string): Map<string, string> {
   return seen;
 }
 
-function check(a: Assertion, reply: Reply): AssertionResult {
+function check(a: Assertion, label: string, reply: Reply & { grpcStatus?: number }): AssertionResult {
   const problems: string[] = [];
   const expect = (what: string, actual: unknown, wanted: unknown) => {
     if (actual !== wanted) problems.push(`${what} is ${JSON.stringify(actual)}, expected ${JSON.stringify(wanted)}`);
@@ -363,17 +465,24 @@ function check(a: Assertion, reply: Reply): AssertionResult {
   if (a.location !== undefined) expect('location', reply.headers.location ?? null, a.location);
   if (a.uri !== undefined) expect('uri', reply.headers[URI_HEADER], a.uri);
   if (a.certificate !== undefined) expect('certificate', reply.certificate, a.certificate);
+  if (a.grpcStatus !== undefined) expect('grpc-status', reply.grpcStatus, a.grpcStatus);
+  if (a.reply !== undefined) {
+    // A gRPC echo wraps the message in JSON; compare the message itself.
+    const text = reply.reply?.startsWith('{') ? (JSON.parse(reply.reply) as { message?: string }).message : reply.reply;
+    expect('reply', text, a.reply);
+  }
   for (const [name, value] of Object.entries(a.headers ?? {})) {
     const actual = reply.headers[name.toLowerCase()];
     expect(`response header ${name}`, Array.isArray(actual) ? actual.join(', ') : (actual ?? null), value);
   }
   if (a.requestHeaders) {
-    const seen = backend ? seenHeaders(reply.body) : new Map<string, string>();
-    if (!backend) problems.push('no backend answered, so the request headers are unknown');
+    const answered = backend !== undefined || reply.reply !== undefined;
+    const seen = answered ? seenHeaders(reply) : new Map<string, string>();
+    if (!answered) problems.push('no backend answered, so the request headers are unknown');
     for (const [name, value] of Object.entries(a.requestHeaders)) expect(`request header ${name}`, seen.get(name.toLowerCase()) ?? null, value);
   }
-  const summary = { status: reply.status, backend: backend ?? null, location: reply.headers.location };
-  return { assertion: `request ${JSON.stringify(a.request)}`, ok: problems.length === 0, message: problems.length > 0 ? `${problems.join('; ')} (got ${JSON.stringify(summary)})` : undefined };
+  const summary = { status: reply.status, backend: backend ?? null, location: reply.headers.location, ...(reply.reply !== undefined && { reply: reply.reply.slice(0, 200) }), ...(reply.grpcStatus !== undefined && { grpcStatus: reply.grpcStatus }) };
+  return { assertion: label, ok: problems.length === 0, message: problems.length > 0 ? `${problems.join('; ')} (got ${JSON.stringify(summary)})` : undefined };
 }
 
 function freePort(): Promise<number> {

@@ -26,6 +26,7 @@ const FEATURES: Record<string, string> = {
   'Ingress: Service ports by name or number, EndpointSlices': 'ingress-service-ports.yaml',
   'Ingress: TLS with SNI': 'ingress-tls.yaml',
   'Ingress: HTTP to HTTPS redirect': 'ingress-ssl-redirect.yaml',
+  'Ingress: a Server header, absolute-form requests without a path': 'ingress-server-header.yaml',
   'Annotations: timeouts, load-balance': 'ingress-annotations-backend.yaml',
   'Annotations: source allowlist': 'ingress-annotations-allowlist.yaml',
   'Annotations: basic auth': 'ingress-annotations-auth.yaml',
