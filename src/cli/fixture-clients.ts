@@ -1,9 +1,11 @@
 /**
- * How a fixture talks to haproxy: HTTP/1.1 (plain or TLS, absolute-form URIs
- * too), a WebSocket echo, a unary gRPC call (HTTP/2 with prior knowledge, or
- * over TLS with ALPN h2), and a TCP exchange. Every exchange is bounded by a
- * timeout and resolves with what came back; only a failure to exchange at all
- * rejects.
+ * How a fixture talks to haproxy: HTTP/1.1 (plain or TLS, with a client
+ * certificate or a body, absolute-form URIs too), a WebSocket echo, a unary gRPC
+ * call (HTTP/2 with prior knowledge, or over TLS with ALPN h2), and a TCP
+ * exchange; a request repeated to count where its answers came from, and a
+ * request sent while copies of it are still being answered. Every exchange is
+ * bounded by a timeout and resolves with what came back; only a failure to
+ * exchange at all rejects.
  */
 import { randomBytes } from 'node:crypto';
 import { type IncomingHttpHeaders, type IncomingMessage, request as httpRequest } from 'node:http';
@@ -23,6 +25,10 @@ export interface HttpExchange {
   /** TLS to haproxy, with this server name (default: the host). */
   tls?: boolean;
   sni?: string;
+  /** Over TLS, this client certificate and key (PEM). */
+  client?: { cert: string; key: string };
+  /** A request body; its Content-Length is set. */
+  body?: string;
 }
 
 export interface Reply {
@@ -44,7 +50,7 @@ const peerCN = (socket: TLSSocket) => {
 /** One HTTP/1.1 request; `path` may be absolute-form (`http://host`), as a proxy would get it. */
 export function sendHttp(port: number, req: HttpExchange): Promise<Reply> {
   return new Promise((resolve, reject) => {
-    const headers: Record<string, string> = { host: req.host ?? 'localhost', ...(req.headers ?? {}) };
+    const headers: Record<string, string> = { host: req.host ?? 'localhost', ...(req.body !== undefined && { 'content-length': String(Buffer.byteLength(req.body)) }), ...(req.headers ?? {}) };
     const options = { host: '127.0.0.1', port, path: req.path ?? '/', method: req.method ?? 'GET', headers, agent: false as const };
     const onReply = (res: IncomingMessage) => {
       let body = '';
@@ -53,10 +59,10 @@ export function sendHttp(port: number, req: HttpExchange): Promise<Reply> {
       res.on('data', (c: string) => (body += c));
       res.on('end', () => resolve({ status: res.statusCode ?? 0, headers: res.headers, body, certificate }));
     };
-    const r = req.tls ? httpsRequest({ ...options, servername: serverName(req), rejectUnauthorized: false }, onReply) : httpRequest(options, onReply);
+    const r = req.tls ? httpsRequest({ ...options, servername: serverName(req), rejectUnauthorized: false, ...(req.client && { cert: req.client.cert, key: req.client.key }) }, onReply) : httpRequest(options, onReply);
     r.setTimeout(TIMEOUT_MS, () => r.destroy(new Error('request timed out')));
     r.on('error', reject);
-    r.end();
+    r.end(req.body);
   });
 }
 
@@ -195,4 +201,57 @@ export function sendTcp(port: number, exchange: TcpExchange): Promise<Reply> {
       reject(err);
     });
   });
+}
+
+/** At most this many repeats of one request. */
+export const MAX_REPEAT = 2_000;
+/** At most this many requests held in flight. */
+export const MAX_IN_FLIGHT = 50;
+
+export interface Counts {
+  backends: Map<string, number>;
+  statuses: Map<string, number>;
+  /** By the fixture server that answered (x-haprx-server). */
+  servers: Map<string, number>;
+}
+
+/** Sends `once` `times` times, one after the other, and counts the answers by backend (from `backendHeader`), status and fixture server. */
+export async function countAnswers(times: number, once: () => Promise<Reply>, backendHeader: string): Promise<Counts> {
+  if (!Number.isInteger(times) || times < 1 || times > MAX_REPEAT) throw new Error(`repeat must be a whole number from 1 to ${MAX_REPEAT}`);
+  const counts: Counts = { backends: new Map(), statuses: new Map(), servers: new Map() };
+  const add = (map: Map<string, number>, key: unknown) => map.set(String(key ?? '(none)'), (map.get(String(key ?? '(none)')) ?? 0) + 1);
+  for (let i = 0; i < times; i++) {
+    const reply = await once();
+    add(counts.backends, reply.headers[backendHeader]);
+    add(counts.statuses, reply.status);
+    add(counts.servers, reply.headers['x-haprx-server']);
+  }
+  return counts;
+}
+
+/** Problems with counts against `[least, most]` bounds; empty when every count is within its bounds. */
+export function outOfBounds(what: string, counts: ReadonlyMap<string, number>, bounds: Record<string, [number, number]> | undefined): string[] {
+  return Object.entries(bounds ?? {}).flatMap(([key, [least, most]]) => {
+    const n = counts.get(key) ?? 0;
+    return n >= least && n <= most ? [] : [`${what} ${key}: ${n} answers, expected ${least} to ${most}`];
+  });
+}
+
+/**
+ * Sends `count` copies of a request and, once `busy()` says the fixture servers hold
+ * that many unanswered, runs `during` (bounded wait); then waits for the copies.
+ */
+export async function whileInFlight<T>(count: number, send: () => Promise<unknown>, busy: () => number, during: () => Promise<T>): Promise<T> {
+  if (!Number.isInteger(count) || count < 1 || count > MAX_IN_FLIGHT) throw new Error(`inFlight must be a whole number from 1 to ${MAX_IN_FLIGHT}`);
+  const held = Array.from({ length: count }, () => send().catch(() => undefined));
+  try {
+    const deadline = Date.now() + 5_000;
+    while (busy() < count) {
+      if (Date.now() > deadline) throw new Error(`the fixture servers never held ${count} requests at once (a slow server, delayMs, must answer them)`);
+      await new Promise((r) => setTimeout(r, 10));
+    }
+    return await during();
+  } finally {
+    await Promise.all(held);
+  }
 }

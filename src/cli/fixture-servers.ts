@@ -17,29 +17,56 @@
  *   (content-type application/grpc) gets its message back inside a JSON text
  *   `{server, path, headers, message}`, with grpc-status 0.
  * - `https`: `http` over TLS with the fixture's certificate; `x-haprx-sni` is
- *   the server name the client asked for.
+ *   the server name the client asked for, `x-haprx-tls` the TLS version and
+ *   cipher, and `x-haprx-client` the CN of the client certificate it was shown
+ *   (with `clientCa`, only clients with a certificate that CA signed are served).
+ * - `h2`: `h2c` over TLS (ALPN h2 only), as `https` for its certificates.
  * - `tcp`: each chunk read is sent back as `<name> <chunk>`.
+ *
+ * An `http` or `https` server with `auth` is an external authentication service
+ * instead: it answers 200 when the request has the `allow` header value, 403 for
+ * the `forbid` one, 401 (with `WWW-Authenticate`) otherwise, adds `auth.headers`
+ * to every answer, and tells what it got: `x-auth-original-url`, `x-auth-method`,
+ * `x-auth-redirect` (from X-Original-URL, the method, X-Auth-Request-Redirect).
  */
 import { createHash } from 'node:crypto';
 import { type IncomingMessage, type ServerResponse, createServer as createHttpServer } from 'node:http';
-import { type Http2ServerRequest, type Http2ServerResponse, createServer as createH2cServer } from 'node:http2';
+import { type Http2ServerRequest, type Http2ServerResponse, createSecureServer as createH2Server, createServer as createH2cServer } from 'node:http2';
 import { createServer as createHttpsServer } from 'node:https';
 import { type Server, type Socket, createServer as createTcpServer } from 'node:net';
 import type { TLSSocket } from 'node:tls';
 
-export type ServerProtocol = 'http' | 'h2c' | 'https' | 'tcp';
-export const SERVER_PROTOCOLS: readonly ServerProtocol[] = ['http', 'h2c', 'https', 'tcp'];
+export type ServerProtocol = 'http' | 'h2c' | 'https' | 'h2' | 'tcp';
+export const SERVER_PROTOCOLS: readonly ServerProtocol[] = ['http', 'h2c', 'https', 'h2', 'tcp'];
+
+/** An auth service's rule: a request header and the value that decides. */
+export interface HeaderRule {
+  header: string;
+  value: string;
+}
+
+export interface AuthBehaviour {
+  allow?: HeaderRule;
+  forbid?: HeaderRule;
+  headers?: Record<string, string>;
+}
 
 export interface ServerSpec {
   name: string;
   protocol: ServerProtocol;
-  /** For https: the certificate chain and key it presents (PEM). */
+  /** For https and h2: the certificate chain and key it presents (PEM). */
   tls?: { cert: string; key: string };
+  /** For https and h2: serve only clients whose certificate this CA (PEM) signed. */
+  clientCa?: string;
+  /** For http and https: answer as an external authentication service. */
+  auth?: AuthBehaviour;
 }
 
 export interface RunningServer {
   name: string;
   port: number;
+  /** Requests received and not answered yet. */
+  busy(): number;
   close(): Promise<void>;
 }
 
@@ -52,15 +79,23 @@ export async function startServer(spec: ServerSpec): Promise<RunningServer> {
   const timers = new Set<NodeJS.Timeout>();
   // Failures still owed, by key: `fail=…&times=n&key=k` counts down per key.
   const owed = new Map<string, number>();
+  let busy = 0;
   let server: Server;
+  const tls = { cert: spec.tls?.cert, key: spec.tls?.key, ...(spec.clientCa !== undefined && { ca: spec.clientCa, requestCert: true, rejectUnauthorized: true }) };
   if (spec.protocol === 'tcp') {
     server = createTcpServer((socket) => socket.on('data', (chunk) => socket.write(`${spec.name} ${chunk.toString('utf8')}`)));
-  } else if (spec.protocol === 'h2c') {
-    server = createH2cServer((req, res) => answer(spec, req, res, owed, timers)) as unknown as Server;
+  } else if (spec.protocol === 'h2c' || spec.protocol === 'h2') {
+    const handler = (req: Http2ServerRequest, res: Http2ServerResponse) => counted(req, res);
+    server = (spec.protocol === 'h2' ? createH2Server({ ...tls, allowHTTP1: false }, handler) : createH2cServer(handler)) as unknown as Server;
   } else {
-    const handler = (req: IncomingMessage, res: ServerResponse) => answer(spec, req, res, owed, timers);
-    server = spec.protocol === 'https' ? createHttpsServer({ cert: spec.tls?.cert, key: spec.tls?.key }, handler) : createHttpServer(handler);
+    const handler = (req: IncomingMessage, res: ServerResponse) => counted(req, res);
+    server = spec.protocol === 'https' ? createHttpsServer(tls, handler) : createHttpServer(handler);
     server.on('upgrade', (req: IncomingMessage, socket: Socket) => websocket(spec.name, req, socket));
+  }
+  function counted(req: AnyRequest, res: AnyResponse): void {
+    busy++;
+    res.once('close', () => busy--);
+    answer(spec, req, res, owed, timers);
   }
   // Every connection, so that close() never waits on a keep-alive.
   server.on('connection', (socket: Socket) => {
@@ -77,6 +112,7 @@ export async function startServer(spec: ServerSpec): Promise<RunningServer> {
   return {
     name: spec.name,
     port: address.port,
+    busy: () => busy,
     close: () =>
       new Promise((resolve) => {
         for (const t of timers) clearTimeout(t);
@@ -97,6 +133,7 @@ function answer(spec: ServerSpec, req: AnyRequest, res: AnyResponse, owed: Map<s
     const params = url.searchParams;
     const respond = () => {
       if (String(req.headers['content-type'] ?? '').startsWith('application/grpc')) return grpcEcho(spec.name, req, res as Http2ServerResponse, Buffer.concat(chunks));
+      if (spec.auth) return authAnswer(spec.name, spec.auth, req, res);
       const failure = owedFailure(params, owed);
       if (failure === 'reset') return req.socket.destroy();
       const status = failure ?? Number(params.get('status') ?? 200);
@@ -106,6 +143,7 @@ function answer(spec: ServerSpec, req: AnyRequest, res: AnyResponse, owed: Map<s
       res.setHeader('x-haprx-protocol', req.httpVersion);
       const sni = (req.socket as TLSSocket).servername;
       if (typeof sni === 'string') res.setHeader('x-haprx-sni', sni);
+      for (const [k, v] of Object.entries(tlsFacts(req))) res.setHeader(k, v);
       for (const h of params.getAll('header')) {
         const colon = h.indexOf(':');
         if (colon > 0) res.setHeader(h.slice(0, colon), h.slice(colon + 1));
@@ -121,6 +159,31 @@ function answer(spec: ServerSpec, req: AnyRequest, res: AnyResponse, owed: Map<s
     }, delay);
     timers.add(timer);
   });
+}
+
+/** Over TLS: the version and cipher, and the CN of the client certificate, as response headers. */
+function tlsFacts(req: AnyRequest): Record<string, string> {
+  const socket = req.socket as TLSSocket;
+  if (socket.encrypted !== true) return {};
+  const client = socket.getPeerCertificate?.()?.subject?.CN;
+  return { 'x-haprx-tls': `${socket.getProtocol?.() ?? ''} ${socket.getCipher?.()?.standardName ?? ''}`, ...(typeof client === 'string' && { 'x-haprx-client': client }) };
+}
+
+/** An external authentication service's answer (see `auth` above). */
+function authAnswer(name: string, auth: AuthBehaviour, req: AnyRequest, res: AnyResponse): void {
+  const has = (rule?: HeaderRule) => rule !== undefined && req.headers[rule.header.toLowerCase()] === rule.value;
+  const status = has(auth.allow) ? 200 : has(auth.forbid) ? 403 : 401;
+  const headers: Record<string, string> = {
+    'x-haprx-server': name,
+    ...(auth.headers ?? {}),
+    'x-auth-original-url': String(req.headers['x-original-url'] ?? ''),
+    'x-auth-method': req.method ?? '',
+    'x-auth-redirect': String(req.headers['x-auth-request-redirect'] ?? ''),
+    ...(status === 401 && { 'www-authenticate': 'Bearer realm="fixture"' }),
+  };
+  for (const [k, v] of Object.entries(headers)) res.setHeader(k, v);
+  res.statusCode = status;
+  res.end();
 }
 
 /** The failure this request is owed, if any: a status, or 'reset'. */

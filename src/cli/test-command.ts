@@ -42,8 +42,8 @@ import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import { parse, parseAllDocuments } from 'yaml';
-import { type GrpcExchange, type Reply, type TcpExchange, sendGrpc, sendHttp, sendTcp, sendWebSocket } from './fixture-clients.ts';
-import { type RunningServer, SERVER_PROTOCOLS, type ServerProtocol, startServer } from './fixture-servers.ts';
+import { type Counts, type GrpcExchange, type Reply, type TcpExchange, countAnswers, outOfBounds, sendGrpc, sendHttp, sendTcp, sendWebSocket, whileInFlight } from './fixture-clients.ts';
+import { type AuthBehaviour, type RunningServer, SERVER_PROTOCOLS, type ServerProtocol, startServer } from './fixture-servers.ts';
 import { readTemplateDir } from '../config/template-dir.ts';
 import { parseConfig } from '../haproxy/config.ts';
 import { Validator, couldNotRun } from '../haproxy/validate.ts';
@@ -70,21 +70,51 @@ export interface FixtureRequest {
   listener?: number;
   /** Upgrade to WebSocket and send this text message; `reply` is the answer. */
   websocket?: string;
+  /** Over TLS, show the client certificate of this Secret (`namespace/name`, tls.crt and tls.key). */
+  clientCertificate?: string;
+  /** A request body (its Content-Length is set). */
+  body?: string;
 }
 
-/** A fixture server behind a Service port: the runner adds an EndpointSlice for it. */
+const REQUEST_KEYS = new Set(['host', 'path', 'method', 'headers', 'tls', 'sni', 'listener', 'websocket', 'clientCertificate', 'body']);
+
+/**
+ * A fixture server behind a Service port: the runner adds an EndpointSlice for it. A
+ * server with neither service nor port is reached through `${port:<name>}` in the
+ * fixture's resources (an annotation's URL, say), as any server may be.
+ */
 export interface FixtureServer {
   name: string;
   protocol: ServerProtocol;
   /** `namespace/name` of the Service. */
-  service: string;
+  service?: string;
   /** The Service port, by name or number. */
-  port: string | number;
-  /** For https: `namespace/name` of a Secret with tls.crt and tls.key. */
+  port?: string | number;
+  /** For https and h2: `namespace/name` of a Secret with tls.crt and tls.key. */
   certificate?: string;
+  /** For https and h2: `namespace/name` of a Secret whose ca.crt must have signed the client's certificate. */
+  clientCa?: string;
+  /** For http and https: answer as an external authentication service (fixture-servers.ts). */
+  auth?: AuthBehaviour;
 }
 
 export interface Assertion {
+  /** With request: send it this many times (at most 2,000), one after the other; `backends`, `statuses`, `servers` and `sameServer` count the answers. */
+  repeat?: number;
+  /** With request: first send this many copies, and send this one while a fixture server still answers them (a slow one: `?delay=`). */
+  inFlight?: number;
+  /** With repeat: how many answers came from each backend, as [least, most]. */
+  backends?: Record<string, [number, number]>;
+  /** With repeat: how many answers had each status, as [least, most]. */
+  statuses?: Record<string, [number, number]>;
+  /** With repeat: how many answers came from each fixture server, as [least, most]. */
+  servers?: Record<string, [number, number]>;
+  /** With repeat: every answer came from the same fixture server (which one is not said). */
+  sameServer?: boolean;
+  /** Response headers that match these regexes. */
+  headersMatch?: Record<string, string>;
+  /** Request headers (as the backend saw them) that match these regexes. */
+  requestHeadersMatch?: Record<string, string>;
   valid?: boolean;
   contains?: string;
   notContains?: string;
@@ -185,11 +215,23 @@ async function readFixture(dir: string, file: string): Promise<Fixture> {
     if (!isRecord(a)) throw new Error(`assert[${i}] must be a mapping`);
     const kinds = ASSERTION_KINDS.filter((k) => a[k] !== undefined);
     if (kinds.length !== 1) throw new Error(`assert[${i}] must have exactly one of ${ASSERTION_KINDS.join(', ')}`);
+    // A misspelt key would make an assertion check nothing.
+    const unknown = Object.keys(a).filter((k) => !ASSERTION_KEYS.has(k));
+    if (unknown.length > 0) throw new Error(`assert[${i}]: unknown ${unknown.join(', ')}`);
+    if (a.request !== undefined) {
+      if (!isRecord(a.request)) throw new Error(`assert[${i}].request must be a mapping`);
+      const odd = Object.keys(a.request).filter((k) => !REQUEST_KEYS.has(k));
+      if (odd.length > 0) throw new Error(`assert[${i}].request: unknown ${odd.join(', ')}`);
+    }
   }
   return { file: file.slice(dir.length + 1), name, values, resources, servers: readServers(doc.servers, resources), assert: doc.assert as Assertion[] };
 }
 
 const ASSERTION_KINDS = ['valid', 'contains', 'notContains', 'warning', 'noWarnings', 'request', 'grpc', 'tcp'];
+const ASSERTION_KEYS = new Set([
+  ...ASSERTION_KINDS, 'file', 'repeat', 'inFlight', 'backend', 'status', 'location', 'headers', 'headersMatch', 'requestHeaders', 'requestHeadersMatch',
+  'uri', 'certificate', 'reply', 'grpcStatus', 'backends', 'statuses', 'servers', 'sameServer',
+]);
 const REQUEST_KINDS = ['request', 'grpc', 'tcp'] as const;
 
 function readServers(raw: unknown, resources: KubeObject[]): FixtureServer[] {
@@ -202,10 +244,20 @@ function readServers(raw: unknown, resources: KubeObject[]): FixtureServer[] {
     if (names.has(s.name)) throw new Error(`${at}: server ${s.name} is declared twice`);
     names.add(s.name);
     if (!SERVER_PROTOCOLS.includes(s.protocol as ServerProtocol)) throw new Error(`${at}.protocol must be one of ${SERVER_PROTOCOLS.join(', ')}`);
-    if (typeof s.service !== 'string' || !serviceOf(resources, s.service)) throw new Error(`${at}.service ${JSON.stringify(s.service)} is not a Service of the fixture (namespace/name)`);
-    if (typeof s.port !== 'string' && typeof s.port !== 'number') throw new Error(`${at}.port must name a port of the Service`);
-    if (s.protocol === 'https' && typeof s.certificate !== 'string') throw new Error(`${at}.certificate must name a Secret (namespace/name) for an https server`);
-    return { name: s.name, protocol: s.protocol as ServerProtocol, service: s.service, port: s.port, ...(typeof s.certificate === 'string' && { certificate: s.certificate }) };
+    const behind = s.service !== undefined || s.port !== undefined;
+    if (behind && (typeof s.service !== 'string' || !serviceOf(resources, s.service))) throw new Error(`${at}.service ${JSON.stringify(s.service)} is not a Service of the fixture (namespace/name)`);
+    if (behind && typeof s.port !== 'string' && typeof s.port !== 'number') throw new Error(`${at}.port must name a port of the Service`);
+    if ((s.protocol === 'https' || s.protocol === 'h2') && typeof s.certificate !== 'string') throw new Error(`${at}.certificate must name a Secret (namespace/name) for an ${s.protocol} server`);
+    if (s.clientCa !== undefined && typeof s.clientCa !== 'string') throw new Error(`${at}.clientCa must name a Secret (namespace/name)`);
+    if (s.auth !== undefined && (!isRecord(s.auth) || (s.protocol !== 'http' && s.protocol !== 'https'))) throw new Error(`${at}.auth must be a mapping, on an http or https server`);
+    return {
+      name: s.name,
+      protocol: s.protocol as ServerProtocol,
+      ...(behind && { service: s.service as string, port: s.port as string | number }),
+      ...(typeof s.certificate === 'string' && { certificate: s.certificate }),
+      ...(typeof s.clientCa === 'string' && { clientCa: s.clientCa }),
+      ...(isRecord(s.auth) && { auth: s.auth as AuthBehaviour }),
+    };
   });
 }
 
@@ -220,9 +272,9 @@ const serviceOf = (resources: KubeObject[], ref: string) => {
  * would a pod's).
  */
 function serverSlices(resources: KubeObject[], servers: FixtureServer[], ports: ReadonlyMap<string, number>): KubeObject[] {
-  return servers.map((server) => {
-    const [namespace, service] = server.service.split('/');
-    const svcPorts = ((serviceOf(resources, server.service)?.spec as { ports?: { name?: string; port?: number; appProtocol?: string }[] } | undefined)?.ports ?? []);
+  return servers.filter((server) => server.service !== undefined).map((server) => {
+    const [namespace, service] = server.service!.split('/');
+    const svcPorts = ((serviceOf(resources, server.service!)?.spec as { ports?: { name?: string; port?: number; appProtocol?: string }[] } | undefined)?.ports ?? []);
     const svcPort = svcPorts.find((p) => (typeof server.port === 'number' ? p.port === server.port : p.name === server.port));
     return {
       apiVersion: 'discovery.k8s.io/v1',
@@ -245,7 +297,9 @@ export function renderFixture(
   const watches = compileWatches(loaded.config.watch);
   if (!watches.ok) return { ok: false, error: { template: 'haprx.yaml', message: watches.message } };
   const stores = new Map(loaded.config.watch.map((w) => [w.name, new Store(w.name, w)]));
-  for (const object of [...fixture.resources, ...serverSlices(fixture.resources, fixture.servers ?? [], serverPorts)]) {
+  // `${port:<name>}` is the server's port; before the servers start (the static render) a stand-in.
+  const ports = new Map([...(fixture.servers ?? []).map((s) => [s.name, 1] as const), ...serverPorts]);
+  for (const object of [...withPorts(fixture.resources, ports), ...serverSlices(fixture.resources, fixture.servers ?? [], serverPorts)]) {
     // A copy each time: stores keep what they are given, and fixtures are rendered twice.
     const copy = structuredClone(object);
     for (const w of watches.watches) if (w.matches(copy)) stores.get(w.name)!.apply({ type: 'upsert', resource: w.name, object: copy });
@@ -352,6 +406,29 @@ const listenerPortsOf = (resources: KubeObject[]) => [
   ),
 ];
 
+/** A Secret's data among the fixture's resources, decoded; a missing Secret throws, naming who wanted it. */
+function secretData(resources: readonly KubeObject[], ref: string, who: string): Record<string, string> {
+  const [ns, name] = ref.split('/');
+  const secret = resources.find((r) => r.kind === 'Secret' && r.metadata.namespace === ns && r.metadata.name === name) as { data?: Record<string, unknown> } | undefined;
+  if (!secret) throw new Error(`${who}: no Secret ${ref} in the fixture`);
+  return Object.fromEntries(Object.entries(secret.data ?? {}).map(([k, v]) => [k, Buffer.from(String(v), 'base64').toString('utf8')]));
+}
+
+/** The fixture's objects with every `${port:<name>}` replaced: a whole string by the number, inside a string by its digits. */
+function withPorts<T>(value: T, ports: ReadonlyMap<string, number>): T {
+  const swap = (v: unknown): unknown => {
+    if (typeof v === 'string') {
+      const whole = /^\$\{port:([a-z0-9-]+)\}$/.exec(v);
+      if (whole && ports.has(whole[1]!)) return ports.get(whole[1]!);
+      return v.replace(/\$\{port:([a-z0-9-]+)\}/g, (all, name: string) => String(ports.get(name) ?? all));
+    }
+    if (Array.isArray(v)) return v.map(swap);
+    if (v !== null && typeof v === 'object') return Object.fromEntries(Object.entries(v).map(([k, x]) => [k, swap(x)]));
+    return v;
+  };
+  return swap(value) as T;
+}
+
 /** The fixture servers, started; a Secret a server needs that is missing fails the start with its name. */
 async function startServers(fixture: Fixture): Promise<RunningServer[]> {
   const started: RunningServer[] = [];
@@ -359,13 +436,11 @@ async function startServers(fixture: Fixture): Promise<RunningServer[]> {
     for (const s of fixture.servers) {
       let tls: { cert: string; key: string } | undefined;
       if (s.certificate !== undefined) {
-        const [ns, name] = s.certificate.split('/');
-        const secret = fixture.resources.find((r) => r.kind === 'Secret' && r.metadata.namespace === ns && r.metadata.name === name) as { data?: Record<string, string> } | undefined;
-        const decode = (k: string) => Buffer.from(secret?.data?.[k] ?? '', 'base64').toString('utf8');
-        if (!secret) throw new Error(`server ${s.name}: no Secret ${s.certificate} in the fixture`);
-        tls = { cert: decode('tls.crt'), key: decode('tls.key') };
+        const data = secretData(fixture.resources, s.certificate, `server ${s.name}`);
+        tls = { cert: data['tls.crt'] ?? '', key: data['tls.key'] ?? '' };
       }
-      started.push(await startServer({ name: s.name, protocol: s.protocol, tls }));
+      const clientCa = s.clientCa === undefined ? undefined : (secretData(fixture.resources, s.clientCa, `server ${s.name}`)['ca.crt'] ?? '');
+      started.push(await startServer({ name: s.name, protocol: s.protocol, tls, ...(clientCa !== undefined && { clientCa }), ...(s.auth && { auth: s.auth }) }));
     }
     return started;
   } catch (err) {
@@ -403,9 +478,13 @@ async function runRequests(loaded: LoadedConfig, fixture: Fixture, requests: Ass
     const ready = await waitForPorts(ports.filter((p) => live.config.main.includes(`:${p}`)), 5_000, () => gone);
     if (!ready) return requests.map((a) => ({ assertion: label(a), ok: false, message: `haproxy did not start: ${stderr.trim().split('\n').slice(-3).join(' | ')}` }));
     const results: AssertionResult[] = [];
+    const busy = () => servers.reduce((n, s) => n + s.busy(), 0);
     for (const a of requests) {
       try {
-        results.push(check(a, label(a), await exchange(a, { httpPort, httpsPort, portOffset })));
+        const once = async () => exchange(a, { httpPort, httpsPort, portOffset }, fixture.resources);
+        if (a.repeat !== undefined) results.push(counted(a, label(a), await countAnswers(a.repeat, once, STUB_HEADER)));
+        else if (a.inFlight !== undefined) results.push(await whileInFlight(a.inFlight, once, busy, async () => check(a, label(a), await once())));
+        else results.push(check(a, label(a), await once()));
       } catch (err) {
         results.push({ assertion: label(a), ok: false, message: errorText(err) });
       }
@@ -422,13 +501,23 @@ async function runRequests(loaded: LoadedConfig, fixture: Fixture, requests: Ass
   }
 }
 
+/** The answers of a repeated request against the assertion's bounds. */
+function counted(a: Assertion, label: string, counts: Counts): AssertionResult {
+  const problems = [...outOfBounds('backend', counts.backends, a.backends), ...outOfBounds('status', counts.statuses, a.statuses), ...outOfBounds('server', counts.servers, a.servers)];
+  if (a.sameServer === true && (counts.servers.size !== 1 || counts.servers.has('(none)'))) problems.push('the answers came from more than one server, or from none');
+  const seen = JSON.stringify({ backends: Object.fromEntries(counts.backends), statuses: Object.fromEntries(counts.statuses), servers: Object.fromEntries(counts.servers) });
+  return { assertion: `${label} ×${a.repeat}`, ok: problems.length === 0, message: problems.length > 0 ? `${problems.join('; ')} (${seen})` : seen };
+}
+
 /** Sends what the assertion describes to the port it names. */
-function exchange(a: Assertion, at: { httpPort: number; httpsPort: number; portOffset: number }): Promise<Reply> {
+function exchange(a: Assertion, at: { httpPort: number; httpsPort: number; portOffset: number }, resources: readonly KubeObject[]): Promise<Reply> {
   if (a.grpc) return sendGrpc(a.grpc.listener !== undefined ? a.grpc.listener + at.portOffset : a.grpc.tls ? at.httpsPort : at.httpPort, a.grpc);
   if (a.tcp) return sendTcp(a.tcp.listener + at.portOffset, a.tcp);
   const req = a.request!;
   const port = req.listener !== undefined ? req.listener + at.portOffset : req.tls ? at.httpsPort : at.httpPort;
-  return req.websocket !== undefined ? sendWebSocket(port, req, req.websocket) : sendHttp(port, req);
+  if (req.websocket !== undefined) return sendWebSocket(port, req, req.websocket);
+  const client = req.clientCertificate === undefined ? undefined : secretData(resources, req.clientCertificate, 'request.clientCertificate');
+  return sendHttp(port, { ...req, ...(client && { client: { cert: client['tls.crt'] ?? '', key: client['tls.key'] ?? '' } }) });
 }
 
 /**
@@ -475,11 +564,20 @@ function check(a: Assertion, label: string, reply: Reply & { grpcStatus?: number
     const actual = reply.headers[name.toLowerCase()];
     expect(`response header ${name}`, Array.isArray(actual) ? actual.join(', ') : (actual ?? null), value);
   }
-  if (a.requestHeaders) {
+  for (const [name, pattern] of Object.entries(a.headersMatch ?? {})) {
+    const actual = reply.headers[name.toLowerCase()];
+    const text = Array.isArray(actual) ? actual.join(', ') : actual;
+    if (text === undefined || !new RegExp(pattern).test(text)) problems.push(`response header ${name} is ${JSON.stringify(text ?? null)}, expected to match /${pattern}/`);
+  }
+  if (a.requestHeaders || a.requestHeadersMatch) {
     const answered = backend !== undefined || reply.reply !== undefined;
     const seen = answered ? seenHeaders(reply) : new Map<string, string>();
     if (!answered) problems.push('no backend answered, so the request headers are unknown');
-    for (const [name, value] of Object.entries(a.requestHeaders)) expect(`request header ${name}`, seen.get(name.toLowerCase()) ?? null, value);
+    for (const [name, value] of Object.entries(a.requestHeaders ?? {})) expect(`request header ${name}`, seen.get(name.toLowerCase()) ?? null, value);
+    for (const [name, pattern] of Object.entries(a.requestHeadersMatch ?? {})) {
+      const actual = seen.get(name.toLowerCase());
+      if (actual === undefined || !new RegExp(pattern).test(actual)) problems.push(`request header ${name} is ${JSON.stringify(actual ?? null)}, expected to match /${pattern}/`);
+    }
   }
   const summary = { status: reply.status, backend: backend ?? null, location: reply.headers.location, ...(reply.reply !== undefined && { reply: reply.reply.slice(0, 200) }), ...(reply.grpcStatus !== undefined && { grpcStatus: reply.grpcStatus }) };
   return { assertion: label, ok: problems.length === 0, message: problems.length > 0 ? `${problems.join('; ')} (got ${JSON.stringify(summary)})` : undefined };
