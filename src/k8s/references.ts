@@ -7,7 +7,9 @@ export interface ReferenceRule {
   /**
    * A JSONPath into the referencing object. Each value is a name (in the referencing
    * object's namespace) or an object with `name` and an optional `namespace`, as in
-   * `spec.tls[*].secretName` or a Gateway listener's `certificateRefs[*]`.
+   * `spec.tls[*].secretName` or a Gateway listener's `certificateRefs[*]`. A text
+   * `namespace/name` (ingress-nginx's annotations) counts only when the namespace is the
+   * referencing object's own: an annotation never makes haprx read another namespace.
    */
   path: string;
 }
@@ -23,7 +25,11 @@ export function referencedKeys(object: KubeObject, path: string): string[] {
   for (const value of found.values) {
     let name: unknown;
     let ns: unknown = namespace;
-    if (typeof value === 'string') name = value;
+    if (typeof value === 'string') {
+      const slash = value.indexOf('/');
+      if (slash < 0) name = value;
+      else if (value.slice(0, slash) === namespace && !value.includes('/', slash + 1)) name = value.slice(slash + 1);
+    }
     else if (value !== null && typeof value === 'object' && !Array.isArray(value)) {
       name = (value as { name?: unknown }).name;
       ns = (value as { namespace?: unknown }).namespace ?? namespace;

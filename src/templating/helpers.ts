@@ -137,6 +137,11 @@ export interface Helpers {
    */
   tlsBundle(certificate: unknown, key: unknown): string | undefined;
   /**
+   * One or more CA certificates (PEM text, as in a Secret's `ca.crt`) rebuilt from
+   * their parsed blocks, or undefined when anything in the text is not a certificate.
+   */
+  caBundle(certificates: unknown): string | undefined;
+  /**
    * The entries of an htpasswd file whose user name and crypt(3) hash haproxy
    * can use; `invalid` lists the 1-based numbers of the other non-empty lines.
    */
@@ -307,6 +312,7 @@ export function createHelpers(known: KnownFiles, session: () => RenderSession | 
     isHeaderValue,
     isRegex,
     tlsBundle,
+    caBundle,
     htpasswd,
   };
   return Object.freeze(helpers);
@@ -569,6 +575,18 @@ function tlsBundle(certificate: unknown, key: unknown): string | undefined {
     return undefined;
   }
   return certs.map((b) => b.pem).join('') + keys[0]!.pem;
+}
+
+function caBundle(certificates: unknown): string | undefined {
+  if (typeof certificates !== 'string') return undefined;
+  const certs = pemBlocks(certificates);
+  if (!certs || certs.length === 0 || !certs.every((b) => b.label === 'CERTIFICATE')) return undefined;
+  try {
+    for (const c of certs) new X509Certificate(c.pem);
+  } catch {
+    return undefined;
+  }
+  return certs.map((b) => b.pem).join('');
 }
 
 const HTPASSWD_USER = /^[A-Za-z0-9._@-]{1,64}$/;

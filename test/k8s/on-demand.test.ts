@@ -24,6 +24,15 @@ describe('referencedKeys and ReferenceIndex', () => {
     assert.deepEqual(referencedKeys(ingress('i', []), '$.spec.tls[*].secretName'), []);
   });
 
+  it('reads a namespace/name text only in the referencing namespace', () => {
+    const annotated: KubeObject = { metadata: { name: 'i', namespace: 'apps', annotations: { a: 'apps/users', b: 'kube-system/users', c: 'plain', d: 'apps/x/y' } } };
+    const at = (key: string) => referencedKeys(annotated, `$.metadata.annotations["${key}"]`);
+    assert.deepEqual(at('a'), ['apps/users']);
+    assert.deepEqual(at('b'), [], 'another namespace is never read');
+    assert.deepEqual(at('c'), ['apps/plain']);
+    assert.deepEqual(at('d'), [], 'not a name');
+  });
+
   it('counts references, so that a key shared by two objects stays referenced until both let go', () => {
     const index = new ReferenceIndex([{ set: 'ing', path: '$.spec.tls[*].secretName' }]);
     assert.deepEqual(index.apply({ type: 'replace', resource: 'ing', objects: [ingress('one', ['shared', 'only-one']), ingress('two', ['shared'])] }), { added: ['apps/shared', 'apps/only-one'], removed: [] });

@@ -45,6 +45,24 @@ const FEATURES: Record<string, string> = {
   'HTTPRoute backendRefs and ReferenceGrant': 'httproute-backend-refs.yaml',
   'HTTPRoute unsupported filters and fields': 'httproute-unsupported.yaml',
   'Invalid values skip their object with a warning': 'invalid-values.yaml',
+  'ingress-nginx: off without the ingressNginx value': 'nginx-off.yaml',
+  'ingress-nginx: IngressClasses and class names': 'nginx-class.yaml',
+  'ingress-nginx: path rules, trailing slash, normalisation': 'nginx-paths.yaml',
+  'ingress-nginx: use-regex': 'nginx-regex.yaml',
+  'ingress-nginx: rewrite-target, x-forwarded-prefix': 'nginx-rewrite.yaml',
+  'ingress-nginx: HTTPS redirects': 'nginx-ssl-redirect.yaml',
+  'ingress-nginx: backend protocols, proxy-ssl-*': 'nginx-backend-protocol.yaml',
+  'ingress-nginx: body size, timeouts': 'nginx-body-timeouts.yaml',
+  'ingress-nginx: CORS': 'nginx-cors.yaml',
+  'ingress-nginx: source ranges, basic auth': 'nginx-access.yaml',
+  'ingress-nginx: external auth': 'nginx-external-auth.yaml',
+  'ingress-nginx: client certificates': 'nginx-client-certificates.yaml',
+  'ingress-nginx: affinity, hashing, load-balance, upstream-vhost': 'nginx-balance.yaml',
+  'ingress-nginx: canaries': 'nginx-canary.yaml',
+  'ingress-nginx: redirects, app-root, from-to-www': 'nginx-redirects.yaml',
+  'ingress-nginx: rate limits': 'nginx-rate-limit.yaml',
+  'ingress-nginx: unsupported annotations, snippets refused': 'nginx-unsupported.yaml',
+  'ingress-nginx: snippets ignored by choice': 'nginx-snippets-ignored.yaml',
 };
 
 describe('haprx test: the shipped fixtures', () => {
@@ -123,6 +141,18 @@ describe('haprx test: the runner', () => {
       ],
     });
     await fixture('broken.yaml', { name: 'broken', assert: [{ contains: 'x', notContains: 'y' }] });
+    await fixture('counted.yaml', {
+      name: 'counted',
+      resources: [svc('a', 80)],
+      assert: [
+        { request: { path: '/a' }, repeat: 5, backends: { be_a: [5, 5] }, statuses: { '200': [5, 5] } },
+        { request: { path: '/a' }, repeat: 3, backends: { be_a: [0, 1] } },
+        { request: { path: '/a' }, headersMatch: { 'x-haprx-backend': '^be_[a-z]$' }, requestHeadersMatch: { host: '^local' } },
+        { request: { path: '/a' }, headersMatch: { 'x-haprx-backend': '^be_none$' } },
+      ],
+    });
+    await fixture('misspelt.yaml', { name: 'misspelt', assert: [{ request: { path: '/a' }, backnd: 'be_a' }] });
+    await fixture('misspelt-request.yaml', { name: 'misspelt request', assert: [{ request: { pth: '/a' }, status: 200 }] });
   });
 
   after(async () => {
@@ -152,6 +182,16 @@ describe('haprx test: the runner', () => {
     assert.match(byFile['broken.yaml']!.error!, /exactly one of/);
   });
 
+  it('counts the answers of a repeated request against bounds, matches headers by regex, and refuses a misspelt key', async () => {
+    const results = await runFixtures(dir, { match: 'counted' });
+    const verdicts = results[0]!.results.map((r) => r.ok);
+    assert.deepEqual(verdicts, [true, false, true, false], JSON.stringify(results[0]!.results));
+    assert.match(results[0]!.results[1]!.message!, /backend be_a: 3 answers, expected 0 to 1/);
+    assert.match(results[0]!.results[3]!.message!, /x-haprx-backend is "be_a", expected to match/);
+    const misspelt = await runFixtures(dir, { match: 'misspelt' });
+    assert.deepEqual(misspelt.map((r) => r.error).sort(), ['assert[0].request: unknown pth', 'assert[0]: unknown backnd']);
+  });
+
   it('exits 0 when every fixture passes and 1 otherwise, naming the failures', () => {
     const run = (args: string[]) => spawnSync(process.execPath, [join(ROOT, 'src/cli/main.ts'), 'test', ...args], { encoding: 'utf8' });
     const ok = run([dir, '--match', 'pass']);
@@ -162,7 +202,7 @@ describe('haprx test: the runner', () => {
     assert.equal(bad.status, 1);
     assert.match(bad.stdout, /FAIL fail\.yaml: fails/);
     assert.match(bad.stdout, /- contains "use_backend be_z" in haproxy\.cfg/);
-    assert.match(bad.stdout, /1 passed, 2 failed/);
+    assert.match(bad.stdout, /1 passed, 5 failed/);
     assert.equal(run([]).status, 2);
   });
 

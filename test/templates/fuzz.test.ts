@@ -27,6 +27,7 @@ import { renderTemplates } from '../../src/templating/engine.ts';
 import { TemplateAbort } from '../../src/templating/abort.ts';
 import { createHelpers } from '../../src/templating/helpers.ts';
 import type { RenderedConfig } from '../../src/templating/rendered.ts';
+import { parseCatalogue } from '../../scripts/nginx-annotations-doc.ts';
 import { NON_STRINGS, hostileStrings } from './hostile.ts';
 
 const ROOT = new URL('../..', import.meta.url).pathname;
@@ -302,7 +303,7 @@ const FIELDS: Field[] = [
  * holding the changed object is rebuilt: templates cannot change stores, so the
  * others are shared between renders, which keeps a thousand renders quick.
  */
-function fuzzRenderer(loaded: LoadedConfig, base: KubeObject[]) {
+function fuzzRenderer(loaded: LoadedConfig, base: KubeObject[], values: Record<string, unknown> = loaded.config.values) {
   const watches = compileWatches(loaded.config.watch);
   assert.ok(watches.ok);
   const setsOf = (object: KubeObject) => watches.watches.filter((w) => w.matches(object)).map((w) => w.name);
@@ -322,7 +323,7 @@ function fuzzRenderer(loaded: LoadedConfig, base: KubeObject[]) {
     const objects = base.map((o, i) => (i === index ? changed : o));
     const resources = { ...shared };
     for (const name of setsOf(base[index]!)) resources[name] = build(name, structuredClone(objects));
-    return renderTemplates(loaded.templates, { resources, values: loaded.config.values });
+    return renderTemplates(loaded.templates, { resources, values });
   };
 }
 
@@ -339,6 +340,8 @@ function lineProblem(section: string, words: string[], backends: ReadonlySet<str
     switch (section) {
       case 'global':
         return (
+          (keyword === 'expose-experimental-directives' && args.length === 0) ||
+          (keyword === 'lua-load' && is('general/nginx-auth.lua') && args.length === 1) ||
           (keyword === 'maxconn' && args.length === 1) ||
           (keyword === 'ssl-default-bind-options' && is('ssl-min-ver', 'TLSv1.2')) ||
           (keyword === 'hard-stop-after' && args.length === 1 && /^\d+m$/.test(args[0]!))
@@ -348,23 +351,78 @@ function lineProblem(section: string, words: string[], backends: ReadonlySet<str
       case 'userlist':
         return keyword === 'user' && args.length === 3 && /^[A-Za-z0-9._@-]+$/.test(args[0]!) && args[1] === 'password' && /^\$[A-Za-z0-9./$=]+$/.test(args[2]!);
       case 'frontend':
-        if (keyword === 'bind') return /^[0-9.:[\]a-f]*:[0-9]+$/.test(args[0]!) && (args.length === 1 || (is(args[0]!, 'ssl', 'crt-list') && /^ssl\/[A-Za-z0-9_.-]+$/.test(args[3]!) && args.length === 6));
+        if (keyword === 'bind') {
+          const tls = is(args[0]!, 'ssl', 'crt-list') && /^ssl\/[A-Za-z0-9_.-]+$/.test(args[3]!) && is(args[0]!, 'ssl', 'crt-list', args[3]!, 'alpn', 'h2,http/1.1');
+          const clientCa = args.length === 10 && is(args[0]!, 'ssl', 'crt-list', args[3]!, 'alpn', 'h2,http/1.1', 'ca-ignore-err', 'all', 'crt-ignore-err', 'all');
+          return /^[0-9.:[\]a-f]*:[0-9]+$/.test(args[0]!) && (args.length === 1 || (tls && args.length === 6) || clientCa);
+        }
         if (keyword === 'default_backend') return backends.has(args[0]!);
-        if (keyword === 'use_backend') return backends.has(args[0]!) || /^%\[var\(txn\.(hostpath|wildpath|anypath)\),map(_beg)?\(maps\/(exact|prefix)\.map\)\]$/.test(args[0]!);
+        if (keyword === 'use_backend') return backends.has(args[0]!) || /^%\[var\(txn\.(hostpath|wildpath|anypath|route)\)(,map(_beg)?\(maps\/(exact|prefix)\.map\))?\]$/.test(args[0]!);
         if (keyword === 'acl') return /^(gw\d+_(host|path|h\d+|q\d+|m)|gwl\d+_x)$/.test(args[0]!) && /^(var\(txn\.host\)|path|method|req\.fhdr\([^()]+\)|url_param\([^(),]+\))$/.test(args[1]!) && (args[1] === 'method' ? args.length === 3 : args[2] === '-m' && args[4] === '--');
-        if (keyword === 'http-request') return ['set-var(txn.host)', 'set-var(txn.path)', 'set-var(txn.hostpath)', 'set-var(txn.wildpath)', 'set-var(txn.anypath)', 'set-var(txn.gwr)', 'set-var(txn.gwrnd)', 'set-header', 'add-header', 'del-header', 'redirect', 'set-path', 'return'].includes(args[0]!);
+        if (keyword === 'http-request') {
+          // ingress-nginx: the route in txn.route (a declared backend, or a map lookup), a regex location's number, a canary's verdict.
+          if (args[0] === 'set-var(txn.route)') return (/^str\((.+)\)$/.test(args[1]!) && backends.has(args[1]!.slice(4, -1))) || /^var\(txn\.(hostpath|wildpath|anypath)\),map(_beg)?\(maps\/(exact|prefix)\.map\)$/.test(args[1]!);
+          if (args[0] === 'set-var(txn.ngxloc)') return /^str\(\d+\)$/.test(args[1]!);
+          if (args[0] === 'set-var(txn.ngxcanary)') return /^str\([01]\)$/.test(args[1]!);
+          if (args[0] === 'set-var(txn.wildhost)') return args[1] === 'var(txn.host),regsub(^[^.]+[.],*.)';
+          if (args[0] === 'normalize-uri') return ['path-merge-slashes', 'path-strip-dot', 'path-strip-dotdot', 'percent-decode-unreserved'].includes(args[1]!);
+          return ['set-var(txn.host)', 'set-var(txn.path)', 'set-var(txn.hostpath)', 'set-var(txn.wildpath)', 'set-var(txn.anypath)', 'set-var(txn.gwr)', 'set-var(txn.gwrnd)', 'set-header', 'add-header', 'del-header', 'redirect', 'set-path', 'return'].includes(args[0]!);
+        }
         if (keyword === 'http-after-response') return ['set-header', 'add-header', 'del-header'].includes(args[0]!);
         return false;
       case 'backend':
-        if (keyword === 'server') return args.length === 2 && name.test(args[0]!) && /^(\d+\.\d+\.\d+\.\d+|\[[0-9a-f:.]+\]):\d+$/.test(args[1]!);
-        if (keyword === 'acl') return args[0] === 'allowed_source' && args[1] === 'src' && args[2] === '--' && args.slice(3).every((a) => /^[0-9a-f.:/]+$/.test(a));
-        if (keyword === 'http-request') return ['deny', 'redirect', 'track-sc0', 'auth', 'return'].includes(args[0]!);
+        if (keyword === 'server') return args.length >= 2 && name.test(args[0]!) && /^(\d+\.\d+\.\d+\.\d+|\[[0-9a-f:.]+\]):\d+$/.test(args[1]!) && serverWordsProblem(args.slice(2)) === undefined;
+        if (keyword === 'acl') return ['allowed_source', 'ngx_allow', 'ngx_deny'].includes(args[0]!) && args[1] === 'src' && args[2] === '--' && args.slice(3).every((a) => /^[0-9a-f.:/]+$/.test(a));
+        if (keyword === 'http-request') {
+          return [
+            'deny', 'redirect', 'track-sc0', 'auth', 'return', 'track-sc1', 'track-sc2', 'set-header', 'del-header', 'replace-path', 'lua.haprx_nginx_auth',
+            'set-var(txn.ngxhash)', 'set-var(txn.ngxnewcookie)', 'set-var-fmt(txn.ngxhash)', 'set-var(txn.ngxorigin)', 'set-var-fmt(txn.ngxauthurl)',
+          ].includes(args[0]!);
+        }
+        if (keyword === 'http-response') return is('add-header', 'Set-Cookie');
+        if (keyword === 'http-after-response') return ['set-header', 'add-header'].includes(args[0]!);
         return ['balance', 'hash-type', 'timeout', 'stick-table'].includes(keyword!);
       default:
         return false;
     }
   })();
   return ok ? undefined : `unexpected line in ${section}: ${JSON.stringify(words)}`;
+}
+
+/** A rule's arguments without the patterns of its inline ACLs (after `--`, up to `}`), which are literal text, not log-format. */
+function logFormatArgs(args: string[]): string[] {
+  const out: string[] = [];
+  let pattern = false;
+  for (const a of args) {
+    if (a === '--') pattern = true;
+    else if (a === '}') pattern = false;
+    else if (!pattern) out.push(a);
+  }
+  return out;
+}
+
+/** What is wrong with the words after a server's address, if anything: only the TLS and HTTP/2 settings of ingress-nginx's annotations. */
+function serverWordsProblem(words: string[]): string | undefined {
+  const values: Record<string, RegExp> = {
+    verify: /^(none|required)$/,
+    'ca-file': /^ssl\/[a-z0-9_-]+\.ca\.pem$/,
+    crt: /^ssl\/[a-z0-9_-]+\.client\.pem$/,
+    verifyhost: /^[a-z0-9.-]+$/,
+    sni: /^(str\([a-z0-9.-]+\)|var\(txn\.host\))$/,
+    ciphers: /^[A-Za-z0-9_:+!@=.-]+$/,
+    'ssl-min-ver': /^TLSv1\.[0-3]$/,
+    'ssl-max-ver': /^TLSv1\.[0-3]$/,
+    alpn: /^h2$/,
+    proto: /^h2$/,
+  };
+  for (let i = 0; i < words.length; i++) {
+    const w = words[i]!;
+    if (w === 'ssl') continue;
+    const pattern = values[w];
+    if (!pattern || !pattern.test(words[i + 1] ?? '')) return w;
+    i++;
+  }
+  return undefined;
 }
 
 /** The characters of a line that haproxy reads outside single quotes (an escaped character counts as quoted). */
@@ -381,7 +439,28 @@ function outsideSingleQuotes(raw: string): string {
 }
 
 /** The sample expressions the templates write into log-format arguments. */
-const LF_EXPRESSIONS = /%\[(var\(txn\.host\)|path|path,bytes\(\d+\)|query|pathq)\]/g;
+const LF_EXPRESSION = new RegExp(
+  `^%\\[(${[
+    'var\\(txn\\.host\\)', 'path', 'path,bytes\\(\\d+\\)', 'query', 'pathq', 'pathq,regsub\\(/\\$,\\)', 'pathq,url_enc', 'ssl_fc,iif\\(https,http\\)', 'dst_port', 'req\\.hdr\\(host\\)', 'src',
+    'var\\(txn\\.(ngxhash|ngxorigin|ngxauthwww|ngxauthcookie)\\)', 'date\\(\\d+\\),http_date', 'ssl_c_verify', 'ssl_c_[si]_dn\\(,0,rfc2253\\)', 'ssl_c_der,base64',
+    'req\\.fhdr\\([a-z0-9-]+,1\\)', 'req\\.cook\\([A-Za-z0-9_]+\\)', 'url_param\\([A-Za-z0-9_]+\\)',
+  ].join('|')})\\]`,
+);
+
+/** A % that neither is doubled nor starts one of the templates' expressions, read left to right as haproxy does. */
+function strayPercent(arg: string): boolean {
+  for (let i = 0; i < arg.length; i++) {
+    if (arg[i] !== '%') continue;
+    if (arg[i + 1] === '%') {
+      i++;
+      continue;
+    }
+    const own = LF_EXPRESSION.exec(arg.slice(i));
+    if (!own) return true;
+    i += own[0].length - 1;
+  }
+  return false;
+}
 
 /** Everything wrong with a render, by the rules above; empty when it only holds lines the templates mean. */
 export function injectionProblems(config: RenderedConfig): string[] {
@@ -412,7 +491,7 @@ export function injectionProblems(config: RenderedConfig): string[] {
       const problem = lineProblem(s.type, [line.keyword, ...line.args], backends);
       if (problem) problems.push(`haproxy.cfg:${line.line}: ${problem}`);
       // In rule arguments (log-format strings among them) every % is doubled, or starts an expression the templates write.
-      if (line.keyword.startsWith('http-') && line.args.some((a) => /%(?!%)/.test(a.replace(LF_EXPRESSIONS, '').replaceAll('%%', '')))) {
+      if (line.keyword.startsWith('http-') && logFormatArgs(line.args).some(strayPercent)) {
         problems.push(`haproxy.cfg:${line.line}: a % that is not the templates' own: ${JSON.stringify(line.args)}`);
       }
     }
@@ -428,7 +507,10 @@ export function injectionProblems(config: RenderedConfig): string[] {
     control(`ssl/${name}`, text);
     if (name.endsWith('.crtlist')) {
       for (const line of text.split('\n').filter((l) => l !== '')) {
-        const [file, ...hosts] = line.split(' ');
+        const [file, ...rest] = line.split(' ');
+        // ingress-nginx's client certificates: the CA of the hosts, a file of the render.
+        const ca = rest[0] === '[ca-file' && rest[2] === 'verify' && rest[3] === 'optional]' && Object.hasOwn(config.certs, (rest[1] ?? '').slice(4)) && rest[1]!.startsWith('ssl/');
+        const hosts = ca ? rest.slice(4) : rest;
         const ok = file !== undefined && file.startsWith('ssl/') && Object.hasOwn(config.certs, file.slice(4)) && hosts.every((x) => /^(\*\.)?[a-z0-9.-]+$/.test(x));
         if (!ok) problems.push(`ssl/${name}: unexpected line ${JSON.stringify(line)}`);
       }
@@ -496,6 +578,7 @@ describe('fuzz: hostile values', () => {
       if (h.isHostname(value)) oneWord(() => h.word(value), (w) => assert.equal(w, v));
       if (!refused(() => h.b64decode(value))) assert.equal(typeof h.b64decode(value), 'string');
       assert.equal(h.tlsBundle(value, value), undefined);
+      assert.equal(h.caBundle(value), undefined);
       const users = h.htpasswd(value);
       for (const u of users.users) {
         assert.match(u.name, /^[A-Za-z0-9._@-]+$/);
@@ -684,5 +767,113 @@ describe('fuzz: structurally wrong objects', () => {
     assert.ok(Object.hasOwn(result.config.certs, file), 'the crt-list names a file of the render');
     assert.ok(result.config.maps['prefix.map']!.includes('ctl.example/'), 'its Ingress is served');
     assert.deepEqual(result.warnings.filter((w) => w.object?.includes(odd)), [], 'and nothing in that namespace is warned about');
+  });
+});
+
+/** The host of the ingress-nginx Ingress that the annotation fuzz does not touch: always served. */
+const NGINX_CONTROL_HOST = 'ngx-control.example';
+
+/**
+ * ingress-nginx Ingresses using every supported annotation with a valid value (a
+ * canary of their own), with the Secrets they name, and a control Ingress of the
+ * same class that shares nothing with them.
+ */
+async function nginxResources(): Promise<KubeObject[]> {
+  const [ca, good, backendTls] = (await manifests('_nginx-certificates.yaml')).filter((o) => ['client-ca', 'client-good', 'backend-tls'].includes(o.metadata.name));
+  const users = { apiVersion: 'v1', kind: 'Secret', metadata: { name: 'ngx-users', namespace: 'shop' }, data: { auth: b64('alice:$5$abcdefgh$gruCpC7VkOTspMQTTSAR8mtlO9Upms.fwqE5y16JVM.\n') } };
+  const a = (annotations: Record<string, string>) => Object.fromEntries(Object.entries(annotations).map(([k, v]) => [`nginx.ingress.kubernetes.io/${k}`, v]));
+  const route = (host: string, paths: [string, string, string][]) => ({ host, http: { paths: paths.map(([path, pathType, name]) => ({ path, pathType, backend: { service: { name, port: { number: 80 } } } })) } });
+  const ingress = (name: string, annotations: Record<string, string>, spec: Record<string, unknown>) => ({ apiVersion: 'networking.k8s.io/v1', kind: 'Ingress', metadata: { name, namespace: 'shop', annotations: a(annotations) }, spec: { ingressClassName: 'nginx', ...spec } });
+  const main = ingress(
+    'ngx',
+    {
+      'app-root': '/app', 'from-to-www-redirect': 'true', 'use-regex': 'true', 'rewrite-target': '/$1', 'x-forwarded-prefix': '/v1',
+      'ssl-redirect': 'true', 'force-ssl-redirect': 'false', 'preserve-trailing-slash': 'true', 'proxy-body-size': '8m',
+      'proxy-connect-timeout': '5', 'proxy-read-timeout': '60', 'proxy-send-timeout': '60',
+      'enable-cors': 'true', 'cors-allow-origin': 'https://app.example, https://*.site.example', 'cors-allow-methods': 'GET, POST', 'cors-allow-headers': 'X-Token',
+      'cors-expose-headers': 'X-Total', 'cors-allow-credentials': 'false', 'cors-max-age': '600',
+      'whitelist-source-range': '10.0.0.0/8', 'allowlist-source-range': '10.0.0.0/8', 'denylist-source-range': '192.168.0.0/16',
+      'limit-rps': '10', 'limit-rpm': '100', 'limit-connections': '5', 'limit-burst-multiplier': '3', 'limit-allowlist': '127.0.0.1', 'limit-whitelist': '127.0.0.1',
+      'auth-type': 'basic', 'auth-secret': 'ngx-users', 'auth-secret-type': 'auth-file', 'auth-realm': 'Staff',
+      'auth-url': 'https://auth.example/verify?host=$host', 'auth-method': 'POST', 'auth-signin': 'https://login.example/start', 'auth-signin-redirect-param': 'next',
+      'auth-response-headers': 'X-User, X-Email', 'auth-request-redirect': '/after', 'auth-always-set-cookie': 'true',
+      'auth-tls-secret': 'shop/client-ca', 'auth-tls-verify-client': 'optional', 'auth-tls-match-cn': 'CN=client', 'auth-tls-error-page': 'https://help.example/cert',
+      'auth-tls-pass-certificate-to-upstream': 'true',
+      'backend-protocol': 'HTTPS', 'proxy-ssl-secret': 'shop/backend-tls', 'proxy-ssl-verify': 'on', 'proxy-ssl-name': 'tls.example', 'proxy-ssl-server-name': 'on',
+      'proxy-ssl-ciphers': 'ECDHE-ECDSA-AES128-GCM-SHA256', 'proxy-ssl-protocols': 'TLSv1.2 TLSv1.3',
+      affinity: 'cookie', 'affinity-mode': 'balanced', 'session-cookie-name': 'route', 'session-cookie-path': '/', 'session-cookie-domain': '.ngx.example',
+      'session-cookie-expires': '3600', 'session-cookie-max-age': '3600', 'session-cookie-samesite': 'Lax', 'session-cookie-secure': 'true',
+      'upstream-vhost': 'inside.example', 'permanent-redirect': 'https://new.example/', 'permanent-redirect-code': '308',
+      'temporal-redirect': 'https://tmp.example/', 'temporal-redirect-code': '307',
+    },
+    { tls: [{ hosts: ['ngx.tls.example'], secretName: 'tls-example' }], rules: [route('ngx.tls.example', [['/api/(.*)', 'ImplementationSpecific', 'web'], ['/', 'Prefix', 'api']])] },
+  );
+  // Balancing of its own, the only other annotations a canary takes.
+  const hashed = ingress('ngx-hashed', { 'upstream-hash-by': '$request_uri$http_x_tenant', 'load-balance': 'ewma' }, { rules: [route('ngx-hash.example', [['/', 'Prefix', 'docs'], ['/folder/', 'Exact', 'api']])] });
+  const canary = ingress('ngx-canary', { canary: 'true', 'canary-by-header': 'x-canary', 'canary-by-header-value': 'yes', 'canary-by-header-pattern': '^v[0-9]+$', 'canary-by-cookie': 'canary', 'canary-weight': '10', 'canary-weight-total': '100', 'load-balance': 'round_robin' }, { rules: [route('ngx-hash.example', [['/', 'Prefix', 'web']])] });
+  const control = ingress('ngx-control', {}, { rules: [route(NGINX_CONTROL_HOST, [['/', 'Prefix', 'docs'], ['/is', 'ImplementationSpecific', 'api']])] });
+  return [ca!, good!, backendTls!, users, main, hashed, canary, control] as KubeObject[];
+}
+
+describe('fuzz: ingress-nginx annotations', () => {
+  const hostile = hostileStrings();
+  const values = async () => ({ ...(await loadTemplates()).config.values, ingressNginx: true });
+
+  it('every annotation of the catalogue takes hostile values: renders never fail, hold only the lines the templates mean to write, and the other Ingresses are served', async (t) => {
+    const loaded = await loadTemplates();
+    const base = [...(await baseResources()), ...(await nginxResources())];
+    const catalogue = parseCatalogue(await readFile(`${ROOT}templates/snippets/nginx-catalogue`, 'utf8'));
+    const baseline = renderFixture(loaded, { resources: base, values: await values() });
+    assert.ok(baseline.ok, 'the base renders');
+    assert.deepEqual(injectionProblems(baseline.config), [], 'the base holds only expected lines');
+    assert.deepEqual(baseline.warnings.filter((w) => !/load-balance: "ewma"/.test(w.message)), [], 'the base is valid');
+    // The base reaches every kind of ingress-nginx line: a shape check that never fires would prove nothing.
+    for (const needle of ['expose-experimental-directives', 'lua-load', 'normalize-uri', 'set-var(txn.ngxloc)', 'set-var(txn.ngxcanary)', 'replace-path', 'lua.haprx_nginx_auth', 'set-var-fmt(txn.ngxhash)', 'acl ngx_allow', 'acl ngx_deny', 'track-sc2', 'ssl_c_s_dn', 'verify required ca-file', 'http-response add-header Set-Cookie', 'ca-ignore-err', 'backend be_nginx_slash']) {
+      assert.ok(baseline.config.main.includes(needle), needle);
+    }
+    const render = fuzzRenderer(loaded, base, await values());
+    // Every annotation of the catalogue, on the Ingress that uses them all (the canary's on the canary), and the paths of both.
+    const fields: Field[] = [
+      ...Object.keys(catalogue).map((key) => ({ kind: 'Ingress', name: key.startsWith('canary') ? 'ngx-canary' : 'ngx', path: ['metadata', 'annotations', `nginx.ingress.kubernetes.io/${key}`] })),
+      { kind: 'Ingress', name: 'ngx', path: ['spec', 'rules', 0, 'http', 'paths', 0, 'path'] },
+      { kind: 'Ingress', name: 'ngx-hashed', path: ['spec', 'rules', 0, 'http', 'paths', 1, 'path'] },
+      { kind: 'Ingress', name: 'ngx-hashed', path: ['metadata', 'annotations', 'nginx.ingress.kubernetes.io/upstream-hash-by'] },
+      { kind: 'Secret', name: 'client-ca', path: ['data', 'ca.crt'], encode: asBase64 },
+    ];
+    const all: unknown[] = [...hostile, ...NON_STRINGS];
+    const renders = new Map<string, RenderedConfig>();
+    const touched = new Set<string>();
+    let count = 0;
+    let warned = 0;
+    for (const [i, value] of all.entries()) {
+      for (const field of [fields[i % fields.length]!, fields[(i * 7 + 3) % fields.length]!]) {
+        const result = render(field, value);
+        count++;
+        touched.add(`${field.name} ${field.path.join('.')}`);
+        const what = `${field.kind} ${field.name} ${field.path.join('.')} = ${JSON.stringify(value)}`;
+        if (!result.ok) assert.fail(`${what}: render failed: ${result.error.message}`);
+        const problems = injectionProblems(result.config);
+        if (problems.length > 0) assert.fail(`${what}:\n${problems.join('\n')}`);
+        assert.ok(result.config.maps['prefix.map']!.includes(`${NGINX_CONTROL_HOST}/is `) && result.config.maps['prefix.map']!.includes('control.example/'), `${what}: the control Ingresses are still served`);
+        if (result.warnings.length > 1) warned++;
+        renders.set(result.config.hash, result.config);
+      }
+    }
+    assert.equal(touched.size, fields.length, 'every field took hostile values');
+    t.diagnostic(`${count} renders of ${all.length} values through ${fields.length} fields (${Object.keys(catalogue).length} annotations); ${warned} raised warnings; ${renders.size} distinct outputs`);
+    assert.ok(warned > all.length, 'hostile values are reported, not silently dropped');
+
+    // haproxy itself accepts a sample of the distinct outputs (every fifth), two checks at a time.
+    const sample = [...renders.values()].filter((_, i) => i % 5 === 0);
+    const validators = [new Validator({ cacheSize: 0 }), new Validator({ cacheSize: 0 })];
+    await Promise.all(
+      validators.map(async (validator, n) => {
+        for (const config of sample.filter((_, i) => i % validators.length === n)) {
+          const verdict = await validator.validate(config);
+          assert.ok(verdict.ok, `haproxy -c refused a render: ${verdict.ok ? '' : JSON.stringify(verdict.problems)}`);
+        }
+      }),
+    );
+    t.diagnostic(`${sample.length} distinct outputs checked with haproxy -c`);
   });
 });

@@ -12,7 +12,7 @@ import type { KubeObject } from '../../src/k8s/resource.ts';
 import type { Admission } from '../../src/webhook/admission.ts';
 import { type AdmissionRequest, parseAdmissionReview } from '../../src/webhook/review.ts';
 import { readTemplateDir } from '../../src/config/template-dir.ts';
-import { CONFIGMAP, CONFIG_MAP, HTTPROUTE, INGRESS, NS, admissionOver, fixtureObjects, httpRoute, ingress, prefix, reviewBody } from './support.ts';
+import { CONFIGMAP, CONFIG_MAP, HTTPROUTE, INGRESS, NS, admissionOver, fixtureObjects, httpRoute, ingress, prefix, reviewBody, shippedTemplates } from './support.ts';
 
 const ROOT = new URL('../..', import.meta.url).pathname;
 let admission: Admission;
@@ -92,6 +92,35 @@ describe('admission of Ingresses', () => {
     const verdict = fresh.review(request(reviewBody(INGRESS, 'CREATE', ingress('x', { rules: [prefix('bad host!', '/')] }))));
     assert.equal(verdict.allowed, true);
     assert.match(verdict.warnings![0]!, /not rendered the cluster yet/);
+  });
+});
+
+describe('admission of ingress-nginx Ingresses (ingressNginx)', () => {
+  let nginx: Admission;
+  before(async () => {
+    const shipped = await shippedTemplates();
+    const loaded = { ...shipped, config: { ...shipped.config, values: { ...shipped.config.values, ingressNginx: true } } };
+    ({ admission: nginx } = await admissionOver(await fixtureObjects('_services.yaml'), loaded));
+  });
+  const nginxIngress = (name: string, annotations: Record<string, string>) =>
+    ingress(name, { ingressClassName: 'nginx', rules: [prefix(`${name}.example`, '/')] }, { annotations: Object.fromEntries(Object.entries(annotations).map(([k, v]) => [`nginx.ingress.kubernetes.io/${k}`, v])) });
+  const review = (o: KubeObject) => nginx.review(request(reviewBody(INGRESS, 'CREATE', o)));
+
+  it('refuses one the render would leave out, naming the annotation: a snippet, digest auth', () => {
+    const snippet = review(nginxIngress('snippet', { 'configuration-snippet': 'return 200;' }));
+    assert.equal(snippet.allowed, false);
+    assert.match(snippet.message!, /^haprx would skip Ingress shop\/snippet: .*nginx\.ingress\.kubernetes\.io\/configuration-snippet: not supported/);
+    const digest = review(nginxIngress('digest', { 'auth-type': 'digest', 'auth-secret': 'users' }));
+    assert.equal(digest.allowed, false);
+    assert.match(digest.message!, /auth-type: "digest" is not "basic"/);
+  });
+
+  it('admits a partly applied one, with a warning naming each annotation it does not apply', () => {
+    const verdict = review(nginxIngress('partly', { 'enable-cors': 'true', 'mirror-target': 'https://mirror.example/', 'proxy-read-timeout': 'soon' }));
+    assert.equal(verdict.allowed, true);
+    assert.ok(verdict.warnings?.some((w) => /nginx\.ingress\.kubernetes\.io\/mirror-target: not supported: .*; ignored$/.test(w)), JSON.stringify(verdict));
+    assert.ok(verdict.warnings?.some((w) => /proxy-read-timeout: "soon" is not a whole number/.test(w)), JSON.stringify(verdict));
+    assert.deepEqual(review(nginxIngress('fine', { 'enable-cors': 'true' })), { allowed: true });
   });
 });
 

@@ -1,0 +1,162 @@
+/**
+ * Which changes of ingress-nginx Ingresses reload haproxy (docs/ingress-nginx.md,
+ * "Reloads"): the shipped templates with `ingressNginx`, rendered after each change
+ * and deployed through the Data Plane API double to its real haproxy, whose master
+ * counts the reloads; a request then shows the change took effect. Route changes of
+ * Ingresses without annotations are map entries, ingress-nginx's path rules included;
+ * an annotation is configuration, so adding, changing or removing one reloads once.
+ */
+import assert from 'node:assert/strict';
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { after, before, describe, it } from 'node:test';
+import { renderOnce } from '../../src/cli/render-once.ts';
+import { DataplaneTarget } from '../../src/dataplane/target.ts';
+import { type DataplaneDouble, startDataplaneDouble } from '../support/dataplane-double/index.ts';
+import { freePort } from '../support/ports.ts';
+import { send, serviceManifest, startEchoBackend } from '../templates/support.ts';
+
+const ROOT = new URL('../..', import.meta.url).pathname;
+const AUTH = { username: 'admin', password: 'adminpwd' };
+const SERVICES = ['web', 'api', 'docs'] as const;
+
+interface Path {
+  path: string;
+  type: 'Prefix' | 'Exact' | 'ImplementationSpecific';
+  service: (typeof SERVICES)[number];
+}
+
+interface Ingress {
+  annotations: Record<string, string>;
+  hosts: Record<string, Path[]>;
+}
+
+describe('ingress-nginx Ingress changes and reloads, through the Data Plane API double with the shipped templates', () => {
+  let dir: string;
+  let double: DataplaneDouble;
+  let target: DataplaneTarget;
+  let port: number;
+  const echo: Partial<Record<(typeof SERVICES)[number], Awaited<ReturnType<typeof startEchoBackend>>>> = {};
+  const ingresses: Record<string, Ingress> = {};
+  const reloads: Record<string, number> = {};
+
+  const manifests = () => {
+    const ingress = (name: string, i: Ingress) => `apiVersion: networking.k8s.io/v1
+kind: Ingress
+metadata:
+  name: ${name}
+  namespace: shop
+  annotations: ${JSON.stringify(Object.fromEntries(Object.entries(i.annotations).map(([k, v]) => [`nginx.ingress.kubernetes.io/${k}`, v])))}
+spec:
+  ingressClassName: nginx
+  rules:
+${Object.entries(i.hosts)
+  .map(([host, list]) => `    - host: ${host}\n      http:\n        paths:\n${list.map((p) => `          - {path: ${JSON.stringify(p.path)}, pathType: ${p.type}, backend: {service: {name: ${p.service}, port: {number: 80}}}}`).join('\n')}`)
+  .join('\n')}
+`;
+    return [...SERVICES.map((name) => serviceManifest(name, echo[name]!.port)), ...Object.entries(ingresses).map(([name, i]) => ingress(name, i))].join('---\n');
+  };
+
+  /** Renders the current manifests, deploys them, and says how many reloads that took. */
+  const deploy = async () => {
+    await writeFile(join(dir, 'manifests.yaml'), manifests());
+    const rendered = await renderOnce(dir, join(ROOT, 'templates'), { bindAddress: '127.0.0.1', httpPort: port, ingressNginx: true });
+    assert.ok(rendered.ok, rendered.ok ? '' : rendered.message);
+    const before = (await double.reloadCounts()).reloads;
+    const outcome = await target.deploy(rendered.config);
+    assert.ok(outcome.ok, outcome.error);
+    await double.reloadsSettled();
+    return (await double.reloadCounts()).reloads - before;
+  };
+  const reply = (host: string, path: string, headers?: Record<string, string>) => send(port, { host, path, ...(headers && { headers }) });
+  const who = async (host: string, path: string, headers?: Record<string, string>) => {
+    const r = await reply(host, path, headers);
+    return r.echo?.name ?? `status ${r.status}`;
+  };
+
+  before(async () => {
+    dir = await mkdtemp(join(tmpdir(), 'haprx-nginx-reloads-'));
+    port = await freePort();
+    for (const name of SERVICES) echo[name] = await startEchoBackend(name);
+    double = await startDataplaneDouble({ ...AUTH, reloadDelayMs: 50 });
+    target = new DataplaneTarget({ ...AUTH, baseUrl: double.url, reloadPollMs: 20 });
+    // Every Service already has a backend of an ingress-nginx Ingress without annotations.
+    ingresses['routes'] = { annotations: {}, hosts: { 'shop.test': [{ path: '/', type: 'Prefix', service: 'web' }] } };
+    ingresses['keep'] = { annotations: {}, hosts: { 'keep.test': [{ path: '/a', type: 'Prefix', service: 'api' }, { path: '/d', type: 'Prefix', service: 'docs' }, { path: '/w', type: 'Prefix', service: 'web' }] } };
+    assert.equal(await deploy(), 1, 'the first deployment reloads once');
+    assert.equal(await who('shop.test', '/x'), 'web');
+  });
+
+  after(async (t) => {
+    t.diagnostic(`reloads: ${JSON.stringify(reloads)}`);
+    await target?.close();
+    await double?.stop();
+    await Promise.all(Object.values(echo).map((e) => e.close()));
+    await rm(dir, { recursive: true, force: true });
+  });
+
+  const count = async (what: string) => (reloads[what] = await deploy());
+
+  it('Ingresses without annotations: hosts, paths of every type, trailing-slash redirects and backends in use change at runtime, with no reload', async () => {
+    ingresses['routes']!.hosts['new.test'] = [{ path: '/', type: 'Prefix', service: 'api' }];
+    assert.equal(await count('a host added'), 0);
+    assert.equal(await who('new.test', '/x'), 'api');
+
+    ingresses['routes']!.hosts['shop.test']!.push({ path: '/docs', type: 'ImplementationSpecific', service: 'docs' });
+    assert.equal(await count('an ImplementationSpecific path added'), 0);
+    assert.equal(await who('shop.test', '/docsearch'), 'docs', 'a plain string prefix');
+
+    ingresses['routes']!.hosts['shop.test']!.push({ path: '/folder/', type: 'Exact', service: 'api' });
+    assert.equal(await count('an Exact path ending in / added'), 0);
+    const redirect = await reply('shop.test', '/folder?q=1');
+    assert.equal(redirect.status, 301);
+    assert.equal(redirect.headers.location, 'http://shop.test/folder/?q=1');
+    assert.equal(await who('shop.test', '/folder/'), 'api');
+
+    ingresses['routes']!.hosts['shop.test']![1] = { path: '/docs', type: 'Prefix', service: 'docs' };
+    assert.equal(await count('a path type changed'), 0);
+    assert.equal(await who('shop.test', '/docsearch'), 'web', 'Prefix matches element by element');
+
+    ingresses['routes']!.hosts['shop.test']![0] = { path: '/', type: 'Prefix', service: 'api' };
+    assert.equal(await count('a backend changed to one in use'), 0);
+    assert.equal(await who('shop.test', '/x'), 'api');
+
+    ingresses['routes']!.hosts['shop.test']!.splice(2, 1);
+    assert.equal(await count('a path removed'), 0);
+    assert.equal((await reply('shop.test', '/folder/')).echo?.name, 'api', 'now the / route');
+  });
+
+  it('an annotation added, changed or removed reloads once', async () => {
+    ingresses['auth'] = { annotations: { 'whitelist-source-range': '10.0.0.0/8' }, hosts: { 'auth.test': [{ path: '/', type: 'Prefix', service: 'web' }] } };
+    assert.equal(await count('an Ingress with an annotation added'), 1);
+    assert.equal((await reply('auth.test', '/')).status, 403);
+
+    ingresses['auth']!.annotations['whitelist-source-range'] = '127.0.0.1';
+    assert.equal(await count('an annotation value changed'), 1);
+    assert.equal(await who('auth.test', '/'), 'web');
+
+    ingresses['auth']!.annotations['rewrite-target'] = '/inside';
+    assert.equal(await count('rewrite-target added'), 1);
+    assert.equal((await reply('auth.test', '/x')).echo?.url, '/inside');
+
+    ingresses['auth']!.annotations = {};
+    assert.equal(await count('the annotations removed'), 1);
+    assert.equal((await reply('auth.test', '/x')).echo?.url, '/x');
+  });
+
+  it('a canary added, reweighted and removed reloads once each', async () => {
+    ingresses['canary'] = { annotations: { canary: 'true', 'canary-by-header': 'x-canary' }, hosts: { 'keep.test': [{ path: '/a', type: 'Prefix', service: 'docs' }] } };
+    assert.equal(await count('a canary added'), 1);
+    assert.equal(await who('keep.test', '/a', { 'x-canary': 'always' }), 'docs');
+    assert.equal(await who('keep.test', '/a'), 'api');
+
+    ingresses['canary']!.annotations['canary-weight'] = '100';
+    assert.equal(await count('a canary weight changed'), 1);
+    assert.equal(await who('keep.test', '/a'), 'docs');
+
+    delete ingresses['canary'];
+    assert.equal(await count('a canary removed'), 1);
+    assert.equal(await who('keep.test', '/a', { 'x-canary': 'always' }), 'api');
+  });
+});
