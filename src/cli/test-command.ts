@@ -474,7 +474,7 @@ async function runRequests(loaded: LoadedConfig, fixture: Fixture, requests: Ass
       stderr += err.message;
       gone = true;
     });
-    const ports = [httpPort, ...(live.config.main.includes(`:${httpsPort} ssl`) ? [httpsPort] : []), ...listenerPorts.map((p) => p + portOffset)];
+    const ports = [httpPort, ...(live.config.main.includes(`:${httpsPort}`) ? [httpsPort] : []), ...listenerPorts.map((p) => p + portOffset)];
     const ready = await waitForPorts(ports.filter((p) => live.config.main.includes(`:${p}`)), 5_000, () => gone);
     if (!ready) return requests.map((a) => ({ assertion: label(a), ok: false, message: `haproxy did not start: ${stderr.trim().split('\n').slice(-3).join(' | ')}` }));
     const results: AssertionResult[] = [];

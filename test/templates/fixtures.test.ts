@@ -51,6 +51,7 @@ const FEATURES: Record<string, string> = {
   'ingress-nginx: use-regex': 'nginx-regex.yaml',
   'ingress-nginx: rewrite-target, x-forwarded-prefix': 'nginx-rewrite.yaml',
   'ingress-nginx: HTTPS redirects': 'nginx-ssl-redirect.yaml',
+  'ingress-nginx: ssl-passthrough': 'nginx-ssl-passthrough.yaml',
   'ingress-nginx: backend protocols, proxy-ssl-*': 'nginx-backend-protocol.yaml',
   'ingress-nginx: body size, timeouts': 'nginx-body-timeouts.yaml',
   'ingress-nginx: CORS': 'nginx-cors.yaml',

@@ -354,10 +354,15 @@ function lineProblem(section: string, words: string[], backends: ReadonlySet<str
         if (keyword === 'bind') {
           const tls = is(args[0]!, 'ssl', 'crt-list') && /^ssl\/[A-Za-z0-9_.-]+$/.test(args[3]!) && is(args[0]!, 'ssl', 'crt-list', args[3]!, 'alpn', 'h2,http/1.1');
           const clientCa = args.length === 10 && is(args[0]!, 'ssl', 'crt-list', args[3]!, 'alpn', 'h2,http/1.1', 'ca-ignore-err', 'all', 'crt-ignore-err', 'all');
+          // ingress-nginx's ssl-passthrough puts the HTTPS frontend behind a TCP one, on an abstract socket.
+          const behind = /^abns@haprx-https-\d+$/.test(args[0]!) && args[1] === 'accept-proxy' && is(args[0]!, 'accept-proxy', 'ssl', 'crt-list', args[4]!, 'alpn', 'h2,http/1.1') && /^ssl\/[A-Za-z0-9_.-]+$/.test(args[4]!);
+          if (behind) return args.length === 7 || (args.length === 11 && is(args[0]!, 'accept-proxy', 'ssl', 'crt-list', args[4]!, 'alpn', 'h2,http/1.1', 'ca-ignore-err', 'all', 'crt-ignore-err', 'all'));
           return /^[0-9.:[\]a-f]*:[0-9]+$/.test(args[0]!) && (args.length === 1 || (tls && args.length === 6) || clientCa);
         }
         if (keyword === 'default_backend') return backends.has(args[0]!);
-        if (keyword === 'use_backend') return backends.has(args[0]!) || /^%\[var\(txn\.(hostpath|wildpath|anypath|route)\)(,map(_beg)?\(maps\/(exact|prefix)\.map\))?\]$/.test(args[0]!);
+        if (keyword === 'use_backend') return backends.has(args[0]!) || /^%\[var\(txn\.(hostpath|wildpath|anypath|route)\)(,map(_beg)?\(maps\/(exact|prefix)\.map\))?\]$/.test(args[0]!) || args[0] === '%[req.ssl_sni,lower,map(maps/passthrough.map)]';
+        if (keyword === 'mode') return is('tcp') && args.length === 1;
+        if (keyword === 'tcp-request') return (is('inspect-delay', '5s') && args.length === 2) || (is('content', 'accept', 'if', '{', 'req.ssl_hello_type', '1', '}') && args.length === 7);
         if (keyword === 'acl') return /^(gw\d+_(host|path|h\d+|q\d+|m)|gwl\d+_x)$/.test(args[0]!) && /^(var\(txn\.host\)|path|method|req\.fhdr\([^()]+\)|url_param\([^(),]+\))$/.test(args[1]!) && (args[1] === 'method' ? args.length === 3 : args[2] === '-m' && args[4] === '--');
         if (keyword === 'http-request') {
           // ingress-nginx: the route in txn.route (a declared backend, or a map lookup), a regex location's number, a canary's verdict.
@@ -371,6 +376,8 @@ function lineProblem(section: string, words: string[], backends: ReadonlySet<str
         if (keyword === 'http-after-response') return ['set-header', 'add-header', 'del-header'].includes(args[0]!);
         return false;
       case 'backend':
+        if (keyword === 'mode') return is('tcp') && args.length === 1;
+        if (keyword === 'server' && args[0] === 'https') return /^abns@haprx-https-\d+$/.test(args[1]!) && args[2] === 'send-proxy-v2' && args.length === 3;
         if (keyword === 'server') return args.length >= 2 && name.test(args[0]!) && /^(\d+\.\d+\.\d+\.\d+|\[[0-9a-f:.]+\]):\d+$/.test(args[1]!) && serverWordsProblem(args.slice(2)) === undefined;
         if (keyword === 'acl') return ['allowed_source', 'ngx_allow', 'ngx_deny'].includes(args[0]!) && args[1] === 'src' && args[2] === '--' && args.slice(3).every((a) => /^[0-9a-f.:/]+$/.test(a));
         if (keyword === 'http-request') {
@@ -485,7 +492,7 @@ export function injectionProblems(config: RenderedConfig): string[] {
   });
   for (const s of parsed.sections) {
     if (!['global', 'defaults', 'userlist', 'frontend', 'backend'].includes(s.type)) problems.push(`unexpected section ${s.type}`);
-    if (s.type === 'frontend' && !/^(https?|gw_\d+)$/.test(s.name)) problems.push(`unexpected frontend ${s.name}`);
+    if (s.type === 'frontend' && !/^(https?|gw_\d+|https_passthrough)$/.test(s.name)) problems.push(`unexpected frontend ${s.name}`);
     for (const line of s.lines) {
       if (line.comment !== '' && line.comment !== 'haprx:drain') problems.push(`haproxy.cfg:${line.line}: unexpected comment ${JSON.stringify(line.comment)}`);
       const problem = lineProblem(s.type, [line.keyword, ...line.args], backends);
@@ -520,6 +527,21 @@ export function injectionProblems(config: RenderedConfig): string[] {
   }
   for (const [name, text] of Object.entries(config.files)) control(`general/${name}`, text);
   return problems;
+}
+
+/** haproxy itself accepts a sample of the distinct outputs (every fifth), two checks at a time; returns the sample's size. */
+async function validateSample(renders: ReadonlyMap<string, RenderedConfig>): Promise<number> {
+  const sample = [...renders.values()].filter((_, i) => i % 5 === 0);
+  const validators = [new Validator({ cacheSize: 0 }), new Validator({ cacheSize: 0 })];
+  await Promise.all(
+    validators.map(async (validator, n) => {
+      for (const config of sample.filter((_, i) => i % validators.length === n)) {
+        const verdict = await validator.validate(config);
+        assert.ok(verdict.ok, `haproxy -c refused a render: ${verdict.ok ? '' : JSON.stringify(verdict.problems)}\n${config.main}`);
+      }
+    }),
+  );
+  return sample.length;
 }
 
 describe('fuzz: hostile values', () => {
@@ -628,18 +650,7 @@ describe('fuzz: hostile values', () => {
     t.diagnostic(`${count} renders of ${values.length} values through ${FIELDS.length} fields; ${warned} raised warnings; ${renders.size} distinct outputs`);
     assert.ok(warned > values.length, 'hostile values are reported, not silently dropped');
 
-    // haproxy itself accepts a sample of the distinct outputs (every fifth), two checks at a time.
-    const sample = [...renders.values()].filter((_, i) => i % 5 === 0);
-    const validators = [new Validator({ cacheSize: 0 }), new Validator({ cacheSize: 0 })];
-    await Promise.all(
-      validators.map(async (validator, n) => {
-        for (const config of sample.filter((_, i) => i % validators.length === n)) {
-          const verdict = await validator.validate(config);
-          assert.ok(verdict.ok, `haproxy -c refused a render: ${verdict.ok ? '' : JSON.stringify(verdict.problems)}\n${config.main}`);
-        }
-      }),
-    );
-    t.diagnostic(`${sample.length} distinct outputs checked with haproxy -c`);
+    t.diagnostic(`${await validateSample(renders)} distinct outputs checked with haproxy -c`);
   });
 });
 
@@ -803,7 +814,7 @@ async function nginxResources(): Promise<KubeObject[]> {
       'proxy-ssl-ciphers': 'ECDHE-ECDSA-AES128-GCM-SHA256', 'proxy-ssl-protocols': 'TLSv1.2 TLSv1.3',
       affinity: 'cookie', 'affinity-mode': 'balanced', 'session-cookie-name': 'route', 'session-cookie-path': '/', 'session-cookie-domain': '.ngx.example',
       'session-cookie-expires': '3600', 'session-cookie-max-age': '3600', 'session-cookie-samesite': 'Lax', 'session-cookie-secure': 'true',
-      'upstream-vhost': 'inside.example', 'permanent-redirect': 'https://new.example/', 'permanent-redirect-code': '308',
+      'upstream-vhost': 'inside.example', 'ssl-passthrough': 'true', 'permanent-redirect': 'https://new.example/', 'permanent-redirect-code': '308',
       'temporal-redirect': 'https://tmp.example/', 'temporal-redirect-code': '307',
     },
     { tls: [{ hosts: ['ngx.tls.example'], secretName: 'tls-example' }], rules: [route('ngx.tls.example', [['/api/(.*)', 'ImplementationSpecific', 'web'], ['/', 'Prefix', 'api']])] },
@@ -828,7 +839,7 @@ describe('fuzz: ingress-nginx annotations', () => {
     assert.deepEqual(injectionProblems(baseline.config), [], 'the base holds only expected lines');
     assert.deepEqual(baseline.warnings.filter((w) => !/load-balance: "ewma"/.test(w.message)), [], 'the base is valid');
     // The base reaches every kind of ingress-nginx line: a shape check that never fires would prove nothing.
-    for (const needle of ['expose-experimental-directives', 'lua-load', 'normalize-uri', 'set-var(txn.ngxloc)', 'set-var(txn.ngxcanary)', 'replace-path', 'lua.haprx_nginx_auth', 'set-var-fmt(txn.ngxhash)', 'acl ngx_allow', 'acl ngx_deny', 'track-sc2', 'ssl_c_s_dn', 'verify required ca-file', 'http-response add-header Set-Cookie', 'ca-ignore-err', 'backend be_nginx_slash']) {
+    for (const needle of ['expose-experimental-directives', 'lua-load', 'normalize-uri', 'set-var(txn.ngxloc)', 'set-var(txn.ngxcanary)', 'replace-path', 'lua.haprx_nginx_auth', 'set-var-fmt(txn.ngxhash)', 'acl ngx_allow', 'acl ngx_deny', 'track-sc2', 'ssl_c_s_dn', 'verify required ca-file', 'http-response add-header Set-Cookie', 'ca-ignore-err', 'backend be_nginx_slash', 'frontend https_passthrough', 'abns@haprx-https-']) {
       assert.ok(baseline.config.main.includes(needle), needle);
     }
     const render = fuzzRenderer(loaded, base, await values());
@@ -863,17 +874,6 @@ describe('fuzz: ingress-nginx annotations', () => {
     t.diagnostic(`${count} renders of ${all.length} values through ${fields.length} fields (${Object.keys(catalogue).length} annotations); ${warned} raised warnings; ${renders.size} distinct outputs`);
     assert.ok(warned > all.length, 'hostile values are reported, not silently dropped');
 
-    // haproxy itself accepts a sample of the distinct outputs (every fifth), two checks at a time.
-    const sample = [...renders.values()].filter((_, i) => i % 5 === 0);
-    const validators = [new Validator({ cacheSize: 0 }), new Validator({ cacheSize: 0 })];
-    await Promise.all(
-      validators.map(async (validator, n) => {
-        for (const config of sample.filter((_, i) => i % validators.length === n)) {
-          const verdict = await validator.validate(config);
-          assert.ok(verdict.ok, `haproxy -c refused a render: ${verdict.ok ? '' : JSON.stringify(verdict.problems)}`);
-        }
-      }),
-    );
-    t.diagnostic(`${sample.length} distinct outputs checked with haproxy -c`);
+    t.diagnostic(`${await validateSample(renders)} distinct outputs checked with haproxy -c`);
   });
 });
