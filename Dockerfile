@@ -22,6 +22,9 @@ COPY templates ./templates
 # Validation writes only below TMPDIR: mount an emptyDir there and the root
 # filesystem can stay read-only.
 ENV NODE_ENV=production TMPDIR=/tmp
+# The V8 heap cap, as a share of the container's memory limit (Node.js reads the
+# cgroup limit; without one, of the machine's memory).
+ENV NODE_OPTIONS=--max-old-space-size-percentage=50
 USER node
 EXPOSE 8080 9090
 ENTRYPOINT ["node", "dist/src/cli/main.js", "run"]

@@ -14,8 +14,7 @@ const scripts = ['bench/render.ts', 'bench/admission.ts', 'bench/endpoint-latenc
 let failed = 0;
 for (const script of scripts) {
   console.log(`\n== ${script}`);
-  const env = script === 'bench/scale.ts' ? { ...process.env, NODE_OPTIONS: process.env.NODE_OPTIONS ?? '--max-old-space-size=320' } : process.env;
-  const run = spawnSync(process.execPath, [script], { cwd: root, stdio: 'inherit', env });
+  const run = spawnSync(process.execPath, [script], { cwd: root, stdio: 'inherit' });
   if (run.status !== 0) {
     failed++;
     console.log(`${script} failed (exit ${run.status ?? run.signal})`);

@@ -1,142 +1,155 @@
 /**
- * Time from an EndpointSlice edit to traffic on the new endpoint, through
- * `haprx local` with the shipped templates and a real haproxy.
+ * Time from a change to traffic that shows it, through `haprx local` with the shipped
+ * templates and settings and a real haproxy, in clusters of 1k and 10k Ingresses
+ * (each with its own Service of 5 endpoints) plus one Service whose endpoints are
+ * local echo servers:
  *
- *   npm run bench:latency   (ITERATIONS=20 GAP_MS=2500 MODES=endpoint,host,backend by default)
+ * - endpoint: the Service's only endpoint moves to the other echo server;
+ * - host: a new Ingress host on that Service's existing backend;
+ * - backend: a new Service with its own Ingress (a new backend: one reload).
  *
- * endpoint: moves the only endpoint of a Service to another echo server; host: a new
- * Ingress host on an existing backend; backend: a new Service with its own Ingress.
- * Each change is polled through haproxy until it is served. Edits are spaced beyond
- * the minimum deployment interval, so the figure is the reconcile path, not queueing.
+ * Each change is polled through haproxy until it is served; changes are spaced by
+ * GAP_MS, beyond the minimum deployment interval, so the figure is the path of one
+ * change, not queueing. The same run measures what haproxy itself takes on the
+ * configuration haprx deployed: `haproxy -c`, and a master reload to the same files,
+ * the references for the backend figure. /healthz is sampled throughout.
+ *
+ *   npm run bench:latency   (SIZES=1000,10000 ITERATIONS=30 GAP_MS=2500 MODES=endpoint,host,backend;
+ *                            about 4 minutes per size)
  */
-import { type ChildProcess, spawn } from 'node:child_process';
-import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import { mkdir, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { cliCommand, parseShowProc } from '../src/local/master-cli.ts';
 import { get, startEcho } from '../test/support/echo-backend.ts';
 import { freePort } from '../test/support/ports.ts';
+import { startHealthProbe } from './health-probe.ts';
+import { haproxyReferences, type LocalRun, sleep, startLocal, tempDir, until, writeChunks } from './local-run.ts';
+import { heapCap } from './heap-cap.ts';
+import { syntheticCluster } from './synthetic.ts';
 
-const ITERATIONS = Number(process.env.ITERATIONS ?? 20);
+const SIZES = (process.env.SIZES ?? '1000,10000').split(',').map(Number);
+const ITERATIONS = Number(process.env.ITERATIONS ?? 30);
 const GAP_MS = Number(process.env.GAP_MS ?? 2_500);
 const MODES = (process.env.MODES ?? 'endpoint,host,backend').split(',');
 const root = new URL('..', import.meta.url).pathname;
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
-const dir = await mkdtemp(join(tmpdir(), 'haprx-bench-'));
-const manifests = join(dir, 'manifests');
-const stateDir = join(dir, 'state');
-await mkdir(manifests);
-const echoes = [await startEcho('blue'), await startEcho('green')];
-const port = await freePort();
+const pct = (samples: number[], p: number) => samples[Math.min(samples.length - 1, Math.ceil((p / 100) * samples.length) - 1)]!;
 
-const slice = (echoPort: number) => `apiVersion: discovery.k8s.io/v1
+const slice = (name: string, service: string, echoPort: number) => `apiVersion: discovery.k8s.io/v1
 kind: EndpointSlice
-metadata: {name: app-1, namespace: bench, labels: {kubernetes.io/service-name: app}}
+metadata: {name: ${name}, namespace: bench, labels: {kubernetes.io/service-name: ${service}}}
 addressType: IPv4
 ports: [{name: http, port: ${echoPort}}]
 endpoints: [{addresses: [127.0.0.1], conditions: {ready: true}}]
 `;
-await writeFile(
-  join(manifests, 'app.yaml'),
-  `apiVersion: v1
-kind: Service
-metadata: {name: app, namespace: bench}
-spec: {ports: [{name: http, port: 80}]}
----
-apiVersion: networking.k8s.io/v1
-kind: Ingress
-metadata: {name: app, namespace: bench}
-spec:
-  rules: [{host: app.bench, http: {paths: [{path: /, pathType: Prefix, backend: {service: {name: app, port: {number: 80}}}}]}}]
-`,
-);
-await writeFile(join(manifests, 'slice.yaml'), slice(echoes[0]!.port));
-
-const haprx: ChildProcess = spawn(
-  process.execPath,
-  ['bin/haprx.js', 'local', manifests, '--state-dir', stateDir, '--set', `httpPort=${port}`, '--set', 'bindAddress=127.0.0.1', '--health-port', '0', '--debug-port', '0', '--metrics-port', '0'],
-  { cwd: root, stdio: ['ignore', 'ignore', 'inherit'] },
-);
-
-async function served(): Promise<string> {
-  return (await get(port, '/', 'app.bench').catch(() => ({ body: '' }))).body.trim();
-}
-
-try {
-  for (let i = 0; (await served()) !== 'blue'; i++) {
-    if (i > 400) throw new Error('haprx local did not come up');
-    await sleep(25);
-  }
-  // The master re-executes on a reload and refuses connections for a moment.
-  const results: Record<string, unknown>[] = [];
-  const reloadCount = async (): Promise<number> => {
-    for (let attempt = 0; ; attempt++) {
-      try {
-        return parseShowProc(await cliCommand(join(stateDir, 'master.sock'), 'show proc'))!.reloads;
-      } catch (err) {
-        if (attempt > 50) throw err;
-        await sleep(100);
-      }
-    }
-  };
-  const pct = (samples: number[], p: number) => samples[Math.min(samples.length - 1, Math.ceil((p / 100) * samples.length) - 1)]!;
-  const fmt = (ms: number) => `${ms.toFixed(0)} ms`;
-
-  /** Runs one kind of change ITERATIONS times; each `change(i)` returns the host and body that prove it is served. */
-  async function measure(label: string, change: (i: number) => Promise<{ host: string; body: string }>): Promise<void> {
-    const reloadsBefore = await reloadCount();
-    const samples: number[] = [];
-    for (let i = 0; i < ITERATIONS; i++) {
-      await sleep(GAP_MS);
-      const started = performance.now();
-      const expect = await change(i);
-      while ((await get(port, '/', expect.host).catch(() => ({ body: '' }))).body.trim() !== expect.body) await sleep(2);
-      samples.push(performance.now() - started);
-    }
-    samples.sort((a, b) => a - b);
-    results.push({ change: label, n: samples.length, p50Ms: Math.round(pct(samples, 50)), p90Ms: Math.round(pct(samples, 90)), p99Ms: Math.round(pct(samples, 99)), reloads: (await reloadCount()) - reloadsBefore });
-    console.log(`${label}, n=${samples.length}`);
-    console.log(`  p50 ${fmt(pct(samples, 50))}   p90 ${fmt(pct(samples, 90))}   p99 ${fmt(pct(samples, 99))}   min ${fmt(samples[0]!)}   max ${fmt(samples.at(-1)!)}   reloads ${(await reloadCount()) - reloadsBefore}`);
-  }
-
-  const ingress = (name: string, host: string, service: string) => `apiVersion: networking.k8s.io/v1
+const service = (name: string) => `apiVersion: v1\nkind: Service\nmetadata: {name: ${name}, namespace: bench}\nspec: {ports: [{name: http, port: 80}]}\n`;
+const ingress = (name: string, host: string, to: string) => `apiVersion: networking.k8s.io/v1
 kind: Ingress
 metadata: {name: ${name}, namespace: bench}
 spec:
-  rules: [{host: ${host}, http: {paths: [{path: /, pathType: Prefix, backend: {service: {name: ${service}, port: {number: 80}}}}]}}]
+  rules: [{host: ${host}, http: {paths: [{path: /, pathType: Prefix, backend: {service: {name: ${to}, port: {number: 80}}}}]}}]
 `;
-  console.log('Change → served by haproxy (haprx local, shipped templates, debounce 500 ms, edits 2.5 s apart)');
-  if (MODES.includes('endpoint')) {
-    await measure('EndpointSlice edit → traffic on the new endpoint', async (i) => {
-      const name = (i + 1) % 2 === 0 ? 'blue' : 'green';
-      await writeFile(join(manifests, 'slice.yaml'), slice(echoes[(i + 1) % 2]!.port));
-      return { host: 'app.bench', body: name };
-    });
+
+interface ModeResult {
+  change: string;
+  n: number;
+  p50Ms: number;
+  p99Ms: number;
+  maxMs: number;
+  reloads: number;
+}
+
+const echoes = [await startEcho('blue'), await startEcho('green')];
+const cap = await heapCap();
+const results: Record<string, unknown>[] = [];
+let failed: unknown;
+
+for (const size of SIZES) {
+  const tmp = await tempDir('haprx-latency-');
+  const port = await freePort();
+  const healthPort = await freePort();
+  const cluster = syntheticCluster({ ingresses: size, endpointsPerService: 5, tlsSecrets: 0 });
+  await writeChunks(tmp.manifests, 'services', cluster.services);
+  await writeChunks(tmp.manifests, 'endpointslices', cluster.endpointslices);
+  await writeChunks(tmp.manifests, 'ingresses', cluster.ingresses);
+  await writeFile(join(tmp.manifests, 'app.yaml'), `${service('app')}---\n${ingress('app', 'app.bench', 'app')}`);
+  await writeFile(join(tmp.manifests, 'app-slice.yaml'), slice('app-1', 'app', echoes[0]!.port));
+  const probe = startHealthProbe(healthPort);
+  const haprx: LocalRun = startLocal({
+    manifests: tmp.manifests,
+    stateDir: tmp.stateDir,
+    sets: { httpPort: port },
+    healthPort,
+    env: { ...process.env, NODE_OPTIONS: `${process.env.NODE_OPTIONS ?? ''} --max-old-space-size=${cap.mib}`.trim() },
+  });
+  const body = async (host: string) => (await get(port, '/', host).catch(() => ({ body: '' }))).body.trim();
+  try {
+    await until(haprx, 'app.bench served', async () => (await body('app.bench')) === 'blue', 300_000, 25);
+    await sleep(3_000);
+    await probe.mark('start');
+    const modes: ModeResult[] = [];
+    /** Runs one kind of change ITERATIONS times; each `change(i)` returns the host and body that prove it is served. */
+    const measure = async (label: string, change: (i: number) => Promise<{ host: string; body: string }>) => {
+      const reloadsBefore = await haprx.reloads();
+      const samples: number[] = [];
+      for (let i = 0; i < ITERATIONS; i++) {
+        await sleep(GAP_MS);
+        const started = performance.now();
+        const expect = await change(i);
+        await until(haprx, label, async () => (await body(expect.host)) === expect.body, 60_000, 2);
+        samples.push(performance.now() - started);
+      }
+      samples.sort((a, b) => a - b);
+      const result = { change: label, n: samples.length, p50Ms: Math.round(pct(samples, 50)), p99Ms: Math.round(pct(samples, 99)), maxMs: Math.round(samples.at(-1)!), reloads: (await haprx.reloads()) - reloadsBefore };
+      modes.push(result);
+      console.log(`${size} Ingresses, ${label}: p50 ${result.p50Ms} ms, p99 ${result.p99Ms} ms, max ${result.maxMs} ms, reloads ${result.reloads} (n=${result.n})`);
+    };
+    if (MODES.includes('endpoint')) {
+      await measure('endpoint change → traffic', async (i) => {
+        const next = (i + 1) % 2;
+        await writeFile(join(tmp.manifests, 'app-slice.yaml'), slice('app-1', 'app', echoes[next]!.port));
+        return { host: 'app.bench', body: next === 0 ? 'blue' : 'green' };
+      });
+    }
+    if (MODES.includes('host')) {
+      await measure('new host on an existing backend', async (i) => {
+        await writeFile(join(tmp.manifests, `host-${i}.yaml`), ingress(`host-${i}`, `h${i}.bench`, 'app'));
+        return { host: `h${i}.bench`, body: await body('app.bench') };
+      });
+    }
+    if (MODES.includes('backend')) {
+      await measure('new backend (one reload)', async (i) => {
+        await writeFile(join(tmp.manifests, `backend-${i}.yaml`), `${service(`svc-${i}`)}---\n${slice(`svc-${i}-1`, `svc-${i}`, echoes[0]!.port)}---\n${ingress(`backend-${i}`, `b${i}.bench`, `svc-${i}`)}`);
+        return { host: `b${i}.bench`, body: 'blue' };
+      });
+    }
+    const health = await probe.mark('changes');
+    const references = await haproxyReferences(tmp.stateDir);
+    console.log(`${size} Ingresses, on the deployed configuration: haproxy -c ${references.checkMs} ms, master reload ${references.reloadMs} ms; /healthz max ${health.maxMs} ms (p99 ${health.p99Ms} ms, ${health.over100ms} of ${health.n} over 100 ms)`);
+    results.push({ ingresses: size, modes, haproxyCheckMs: references.checkMs, reloadMs: references.reloadMs, healthz: health });
+  } catch (err) {
+    failed = err;
+  } finally {
+    await probe.stop();
+    await haprx.stop();
+    await tmp.remove();
   }
-  if (MODES.includes('host')) {
-    await measure('new Ingress host on an existing backend', async (i) => {
-      await writeFile(join(manifests, `host-${i}.yaml`), ingress(`host-${i}`, `h${i}.bench`, 'app'));
-      return { host: `h${i}.bench`, body: await served() };
-    });
-  }
-  if (MODES.includes('backend')) {
-    await measure('new Service and Ingress (a new backend)', async (i) => {
-      await writeFile(
-        join(manifests, `backend-${i}.yaml`),
-        `apiVersion: v1\nkind: Service\nmetadata: {name: svc-${i}, namespace: bench}\nspec: {ports: [{name: http, port: 80}]}\n---\n` +
-          slice(echoes[0]!.port).replace('name: app-1', `name: svc-${i}-1`).replace('kubernetes.io/service-name: app', `kubernetes.io/service-name: svc-${i}`) +
-          '---\n' +
-          ingress(`backend-${i}`, `b${i}.bench`, `svc-${i}`),
-      );
-      return { host: `b${i}.bench`, body: 'blue' };
-    });
-  }
-  await mkdir(`${root}bench/results`, { recursive: true });
-  await writeFile(`${root}bench/results/latency.json`, `${JSON.stringify(results, null, 2)}\n`);
-} finally {
-  haprx.kill('SIGTERM');
-  await new Promise((r) => haprx.once('exit', r));
-  await Promise.all(echoes.map((e) => e.close()));
-  await rm(dir, { recursive: true, force: true });
+  if (failed !== undefined) break;
+}
+
+const table: Record<string, Record<string, string>> = {};
+for (const r of results as { ingresses: number; modes: ModeResult[]; haproxyCheckMs: number; reloadMs: number; healthz: { maxMs: number } }[]) {
+  const column: Record<string, string> = {};
+  for (const m of r.modes) column[`${m.change}, p50 / p99 (reloads)`] = `${m.p50Ms} / ${m.p99Ms} ms (${m.reloads})`;
+  column['haproxy -c on the same output'] = `${r.haproxyCheckMs} ms`;
+  column['master reload to the same output'] = `${r.reloadMs} ms`;
+  column['/healthz max while changes ran'] = `${r.healthz.maxMs} ms`;
+  table[`${r.ingresses} Ingresses`] = column;
+}
+if (results.length > 0) console.table(table);
+await mkdir(`${root}bench/results`, { recursive: true });
+await writeFile(`${root}bench/results/latency.json`, `${JSON.stringify(results, null, 2)}\n`);
+await Promise.all(echoes.map((e) => e.close()));
+if (failed !== undefined) {
+  console.error(`bench:latency failed: ${failed instanceof Error ? failed.message : String(failed)}`);
+  process.exitCode = 1;
 }

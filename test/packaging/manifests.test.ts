@@ -62,6 +62,10 @@ for (const overlay of OVERLAYS) {
       assert.equal(health.containerPort, 8080);
       for (const probe of [c!.readinessProbe, c!.livenessProbe]) assert.equal(probe?.httpGet?.port, 'health');
       assert.ok(c!.resources?.requests && c!.resources.limits);
+      // The heap cap follows the container's memory limit (Node.js reads the cgroup), never a size of its own.
+      const nodeOptions = c!.env?.find((e) => e.name === 'NODE_OPTIONS')?.value ?? '';
+      assert.match(nodeOptions, /--max-old-space-size-percentage=\d+\b/);
+      assert.doesNotMatch(nodeOptions, /--max-old-space-size=/);
       const service = find<K8sObject & { spec: { ports: { port: number }[]; selector: Record<string, string> } }>(objects, 'Service', 'haprx');
       assert.deepEqual(service.spec.ports.map((p) => p.port).sort(), [8080, 9090]);
       assert.deepEqual(service.spec.selector, { 'app.kubernetes.io/name': 'haprx' });

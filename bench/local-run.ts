@@ -1,0 +1,165 @@
+/**
+ * `haprx local` as the benchmarks run it: a child process on a folder of manifests,
+ * its JSON log read for deployments, and a stop that never waits for an exit that
+ * already happened (a benchmark whose haprx died ends, with the reason, instead of
+ * hanging).
+ */
+import { type ChildProcess, execFile, spawn } from 'node:child_process';
+import { cp, mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { stringify } from 'yaml';
+import type { KubeObject } from '../src/k8s/resource.ts';
+import { cliCommand, parseShowProc } from '../src/local/master-cli.ts';
+import { promisify } from 'node:util';
+
+const root = new URL('..', import.meta.url).pathname;
+const execFileP = promisify(execFile);
+
+export interface Deployment {
+  at: number;
+  reloaded: boolean;
+}
+
+export interface LocalRun {
+  child: ChildProcess;
+  stateDir: string;
+  deployments: Deployment[];
+  /** Set once the process has exited, with how. */
+  exited: string | undefined;
+  /** Throws when haprx has exited: call it in every wait loop. */
+  alive(): void;
+  reloads(): Promise<number>;
+  stop(): Promise<void>;
+}
+
+export interface LocalRunOptions {
+  manifests: string;
+  stateDir: string;
+  sets?: Record<string, string | number>;
+  healthPort?: number;
+  metricsPort?: number;
+  env?: NodeJS.ProcessEnv;
+}
+
+export function startLocal(options: LocalRunOptions): LocalRun {
+  const sets = Object.entries({ bindAddress: '127.0.0.1', ...options.sets }).flatMap(([k, v]) => ['--set', `${k}=${v}`]);
+  const child = spawn(
+    process.execPath,
+    ['bin/haprx.js', 'local', options.manifests, '--state-dir', options.stateDir, ...sets, '--health-port', String(options.healthPort ?? 0), '--debug-port', '0', '--metrics-port', String(options.metricsPort ?? 0)],
+    { cwd: root, stdio: ['ignore', 'pipe', 'inherit'], env: options.env ?? process.env },
+  );
+  const run: LocalRun = {
+    child,
+    stateDir: options.stateDir,
+    deployments: [],
+    exited: undefined,
+    alive() {
+      if (run.exited !== undefined) throw new Error(`haprx local ${run.exited}`);
+    },
+    async reloads() {
+      // The master re-executes on a reload and refuses connections for a moment.
+      for (let attempt = 0; ; attempt++) {
+        run.alive();
+        try {
+          return parseShowProc(await cliCommand(join(options.stateDir, 'master.sock'), 'show proc'))!.reloads;
+        } catch (err) {
+          if (attempt > 50) throw err;
+          await sleep(100);
+        }
+      }
+    },
+    async stop() {
+      if (run.exited === undefined) {
+        const gone = new Promise((resolve) => child.once('exit', resolve));
+        child.kill('SIGTERM');
+        await Promise.race([gone, sleep(15_000).then(() => child.kill('SIGKILL'))]);
+      }
+    },
+  };
+  child.once('exit', (code, signal) => {
+    run.exited = signal ? `was killed by ${signal}` : `exited with code ${code}`;
+  });
+  let partial = '';
+  child.stdout!.setEncoding('utf8').on('data', (chunk: string) => {
+    const lines = (partial + chunk).split('\n');
+    partial = lines.pop() ?? '';
+    for (const line of lines) {
+      if (!line.startsWith('{')) continue;
+      const record = JSON.parse(line) as { msg: string; reloaded?: boolean };
+      if (process.env.BENCH_LOG) process.stderr.write(`${line}\n`);
+      if (record.msg.startsWith('deployed to local')) run.deployments.push({ at: performance.now(), reloaded: record.reloaded === true });
+    }
+  });
+  return run;
+}
+
+export const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+export async function tempDir(prefix: string): Promise<{ dir: string; manifests: string; stateDir: string; remove(): Promise<void> }> {
+  const dir = await mkdtemp(join(tmpdir(), prefix));
+  const manifests = join(dir, 'manifests');
+  await mkdir(manifests);
+  return { dir, manifests, stateDir: join(dir, 'state'), remove: () => rm(dir, { recursive: true, force: true }) };
+}
+
+/** Writes objects as multi-document YAML files of `chunk` objects each: `<kind>-<n>.yaml`. */
+export async function writeChunks(dir: string, kind: string, objects: readonly KubeObject[], chunk = 500): Promise<void> {
+  for (let i = 0; i < objects.length; i += chunk) await writeChunk(dir, kind, objects, i, chunk);
+}
+
+/** Rewrites the chunk file that holds object `index`. */
+export async function writeChunk(dir: string, kind: string, objects: readonly KubeObject[], index: number, chunk = 500): Promise<void> {
+  const first = Math.floor(index / chunk) * chunk;
+  await writeFile(join(dir, `${kind}-${first / chunk}.yaml`), objects.slice(first, first + chunk).map((o) => stringify(o)).join('---\n'));
+}
+
+/** Waits for `condition` every `everyMs`, up to `timeoutMs`, checking that haprx still runs. */
+export async function until(run: LocalRun, what: string, condition: () => boolean | Promise<boolean>, timeoutMs = 120_000, everyMs = 20): Promise<void> {
+  const deadline = performance.now() + timeoutMs;
+  while (!(await condition())) {
+    run.alive();
+    if (performance.now() > deadline) throw new Error(`${what}: not within ${timeoutMs} ms`);
+    await sleep(everyMs);
+  }
+}
+
+/**
+ * What the configuration haprx deployed costs haproxy itself: `haproxy -c` on a copy
+ * of the state folder, and a reload of the running master (to the same files), until
+ * the new worker runs. The references for the change latencies.
+ */
+export async function haproxyReferences(stateDir: string, runs = 3): Promise<{ checkMs: number; reloadMs: number }> {
+  const copy = await mkdtemp(join(tmpdir(), 'haprx-check-'));
+  const checks: number[] = [];
+  const reloads: number[] = [];
+  try {
+    await cp(stateDir, copy, { recursive: true, filter: (src) => !/\.(sock|pid)$/.test(src) });
+    for (let i = 0; i < runs; i++) {
+      const t0 = performance.now();
+      await execFileP('haproxy', ['-c', '-f', 'haproxy.cfg'], { cwd: copy, maxBuffer: 16 * 1024 * 1024 });
+      checks.push(performance.now() - t0);
+    }
+    // The master haprx started, reloaded as haprx reloads it: until show proc has a new worker.
+    const socket = join(stateDir, 'master.sock');
+    const proc = async () => parseShowProc(await cliCommand(socket, 'show proc').catch(() => ''));
+    for (let i = 0; i < runs; i++) {
+      const before = (await proc())!;
+      const t0 = performance.now();
+      await cliCommand(socket, 'reload').catch(() => '');
+      for (;;) {
+        await sleep(5);
+        if (performance.now() - t0 > 60_000) throw new Error('no reload within 60 s');
+        const after = await proc();
+        if (!after || after.reloads <= before.reloads) continue;
+        if (after.failedReloads > before.failedReloads) throw new Error('haproxy refused the reload');
+        if (after.workers.some((w) => w.reloads === 0)) break;
+      }
+      reloads.push(performance.now() - t0);
+    }
+  } finally {
+    await rm(copy, { recursive: true, force: true });
+  }
+  const median = (xs: number[]) => xs.sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
+  return { checkMs: Math.round(median(checks)), reloadMs: Math.round(median(reloads)) };
+}
