@@ -4,7 +4,7 @@ import { Observable } from 'rxjs';
 import type { KubeObject, ResourceChange } from '../k8s/resource.ts';
 import { objectKey, refOf } from '../k8s/resource.ts';
 import { FileVersions, type ScannedFile, folderHints, oneAtATime, scanFolder } from './folder-scan.ts';
-import { type CompiledWatch, MAX_OBJECT_BYTES, mib, parseManifests } from './manifests.ts';
+import { type CompiledWatch, MAX_OBJECT_BYTES, mib, parseManifestsInSlices } from './manifests.ts';
 
 export interface FolderSourceOptions {
   dir: string;
@@ -23,6 +23,8 @@ export interface FolderSourceOptions {
 
 const MANIFEST = /\.(ya?ml|json)$/i;
 export const MAX_FILE_BYTES = 256 * 1024 * 1024;
+/** The longest the source holds the event loop at a time while it parses or passes on a large file. */
+const SLICE_MS = 10;
 
 /** What one file contributed: set name → object key → object. */
 type Contribution = Map<string, Map<string, KubeObject>>;
@@ -53,14 +55,24 @@ export function folderSource(options: FolderSourceOptions): Observable<ResourceC
       if (!closed) subscriber.next(change);
     };
 
-    /** Replaces what `file` contributed with `next`. */
-    const replace = (file: string, next: Contribution) => {
+    /**
+     * Replaces what `file` contributed with `next`. A file of thousands of objects is
+     * passed on in slices, with a turn of the event loop between them.
+     */
+    const replace = async (file: string, next: Contribution) => {
       const previous = contributions.get(file) ?? new Map();
+      let since = performance.now();
+      const pace = async () => {
+        if (performance.now() - since < SLICE_MS) return;
+        await new Promise((resolve) => setImmediate(resolve));
+        since = performance.now();
+      };
       for (const [name, objects] of previous) {
         for (const [key, object] of objects) {
           if (next.get(name)?.has(key)) continue;
           owners.delete(`${name}/${key}`);
           emit({ type: 'delete', resource: name, object });
+          await pace();
         }
       }
       for (const [name, objects] of next) {
@@ -68,6 +80,7 @@ export function folderSource(options: FolderSourceOptions): Observable<ResourceC
           if (previous.get(name)?.get(key) === object) continue;
           owners.set(`${name}/${key}`, file);
           emit({ type: 'upsert', resource: name, object });
+          await pace();
         }
       }
       if (next.size > 0) contributions.set(file, next);
@@ -90,7 +103,7 @@ export function folderSource(options: FolderSourceOptions): Observable<ResourceC
         return;
       }
       if (!versions.record(file, text)) return;
-      const parsed = parseManifests(file.path, text, maxObjectBytes);
+      const parsed = await parseManifestsInSlices(file.path, text, maxObjectBytes, SLICE_MS);
       if (!parsed.ok) {
         emit({ type: 'problem', source: parsed.problem.file, ...(parsed.problem.line !== undefined && { line: parsed.problem.line }), message: parsed.problem.message });
         return;
@@ -113,7 +126,10 @@ export function folderSource(options: FolderSourceOptions): Observable<ResourceC
             emit({ type: 'problem', resource: w.name, source: file.path, message: `${object.kind} ${key} is also defined in ${owner}; keeping that one` });
             continue;
           }
-          add(w.name, key, object);
+          // An object whose version did not change stays the object it was: nothing to
+          // pass on, and no second copy of it beside the one the stores hold.
+          const before = previous?.get(w.name)?.get(key);
+          add(w.name, key, before !== undefined && before.metadata.resourceVersion === object.metadata.resourceVersion ? before : object);
         }
       }
       for (const skip of parsed.skipped) {
@@ -127,7 +143,7 @@ export function folderSource(options: FolderSourceOptions): Observable<ResourceC
           if (kept && kept.kind === kind && !next.get(set)?.has(key)) add(set, key, kept);
         }
       }
-      replace(file.path, next);
+      await replace(file.path, next);
     };
 
     const scan = async () => {
@@ -142,7 +158,7 @@ export function folderSource(options: FolderSourceOptions): Observable<ResourceC
       const { changed, removed } = versions.candidates(result.files);
       for (const path of removed) {
         versions.forget(path);
-        replace(path, new Map());
+        await replace(path, new Map());
       }
       for (const file of changed.sort((a, b) => a.path.localeCompare(b.path))) await load(file);
     };
