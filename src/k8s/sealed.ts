@@ -13,6 +13,24 @@ export function seal<T>(value: T): T {
   return templateRealm().seal(value);
 }
 
+/**
+ * As seal, for data that is JSON, as every Kubernetes object is: made from its JSON
+ * text with keys in code-unit order, which the realm parses. Objects parsed from JSON
+ * take a third of the memory of copied ones (compact shapes, short strings shared),
+ * which at ten thousand Ingresses is tens of megabytes. What JSON cannot hold is not
+ * kept: `undefined` properties, functions; a cycle throws.
+ */
+export function sealData<T>(value: T): T {
+  return templateRealm().sealText(JSON.stringify(value, sortedKeys)) as T;
+}
+
+function sortedKeys(_key: string, value: unknown): unknown {
+  if (value === null || typeof value !== 'object' || Array.isArray(value)) return value;
+  const sorted: Record<string, unknown> = {};
+  for (const k of Object.keys(value).sort()) Object.defineProperty(sorted, k, { value: (value as Record<string, unknown>)[k], enumerable: true, writable: true, configurable: true });
+  return sorted;
+}
+
 /** Whether a value came out of seal(): immutable, with sorted keys. */
 export function isSealed(value: object): boolean {
   return templateRealm().isSealed(value);

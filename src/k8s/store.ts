@@ -1,6 +1,6 @@
 import { type CompiledPath, compilePath } from './json-path.ts';
 import { type KubeObject, type ResourceChange, objectKey, refOf } from './resource.ts';
-import { seal, sealList } from './sealed.ts';
+import { sealData, sealList } from './sealed.ts';
 
 /** Fields dropped before an object is stored: large, never useful to a template. */
 export const DEFAULT_STRIP = ['metadata.managedFields', 'metadata.annotations.kubectl.kubernetes.io/last-applied-configuration'];
@@ -30,6 +30,12 @@ export interface StoreOptions {
   indexBy?: readonly string[];
   /** Dotted field paths removed before storing; the last segment may contain dots (annotation keys). */
   strip?: readonly string[];
+  /**
+   * Seal objects into the template realm as they are stored (the default), so that
+   * renders in this thread copy nothing. A store no template in this thread reads in
+   * full (renders run in a worker) keeps the objects as they come, and copies none.
+   */
+  seal?: boolean;
 }
 
 /** Read-only view given to templates as `resources.<name>`. */
@@ -44,6 +50,9 @@ export interface ResourceView {
 }
 
 const SEP = '\u0000';
+
+/** The objects under one index key: one as a pair, more in a Map by store key. */
+type Bucket = { key: string; object: KubeObject } | Map<string, KubeObject>;
 const EMPTY: readonly KubeObject[] = sealList([]);
 
 function sortedValues(entries: Map<string, KubeObject>): KubeObject[] {
@@ -59,10 +68,16 @@ export class Store implements ResourceView {
   readonly name: string;
   synced = false;
   private readonly objects = new Map<string, KubeObject>();
-  private readonly index = new Map<string, Map<string, KubeObject>>();
+  /**
+   * Index key → the objects under it. Most keys (a full namespace/name, say) hold one
+   * object: that is kept as a pair, not a Map of one, which at ten thousand objects is
+   * megabytes of hash tables.
+   */
+  private readonly index = new Map<string, Bucket>();
   private readonly indexKeysOf = new Map<string, string[]>();
   private readonly indexBy: readonly CompiledPath[];
   private readonly strip: readonly string[];
+  private readonly sealing: boolean;
   private sorted: readonly KubeObject[] | undefined;
   /**
    * get() results per index key, sorted and sealed; dropped when the bucket changes.
@@ -80,6 +95,7 @@ export class Store implements ResourceView {
       return compiled.path;
     });
     this.strip = options.strip ?? DEFAULT_STRIP;
+    this.sealing = options.seal ?? true;
   }
 
   get size(): number {
@@ -157,7 +173,7 @@ export class Store implements ResourceView {
     if (sorted === undefined) {
       const hits = this.index.get(key);
       if (!hits) return EMPTY;
-      sorted = sealList(sortedValues(hits));
+      sorted = sealList(hits instanceof Map ? sortedValues(hits) : [hits.object]);
       this.sortedBuckets.set(key, sorted);
     }
     return sorted;
@@ -191,7 +207,8 @@ export class Store implements ResourceView {
     };
     let object: KubeObject;
     try {
-      object = seal(stripFields(raw, this.strip));
+      const stripped = stripFields(raw, this.strip);
+      object = this.sealing ? sealData(stripped) : stripped;
     } catch (err) {
       // Nesting deep enough to exhaust the stack, typically.
       return problem(`cannot be copied into the store (${err instanceof Error ? err.message : String(err)})`);
@@ -206,9 +223,10 @@ export class Store implements ResourceView {
     this.objects.set(key, object);
     this.indexKeysOf.set(key, indexKeys);
     for (const k of indexKeys) {
-      let bucket = this.index.get(k);
-      if (!bucket) this.index.set(k, (bucket = new Map()));
-      bucket.set(key, object);
+      const bucket = this.index.get(k);
+      if (!bucket) this.index.set(k, { key, object });
+      else if (bucket instanceof Map) bucket.set(key, object);
+      else this.index.set(k, new Map([[bucket.key, bucket.object], [key, object]]));
       this.sortedBuckets.delete(k);
     }
     this.sorted = undefined;
@@ -225,8 +243,10 @@ export class Store implements ResourceView {
     for (const k of this.indexKeysOf.get(key) ?? []) {
       this.sortedBuckets.delete(k);
       const bucket = this.index.get(k);
-      bucket?.delete(key);
-      if (bucket?.size === 0) this.index.delete(k);
+      if (bucket instanceof Map) {
+        bucket.delete(key);
+        if (bucket.size === 0) this.index.delete(k);
+      } else if (bucket?.key === key) this.index.delete(k);
     }
     this.indexKeysOf.delete(key);
   }

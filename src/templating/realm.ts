@@ -69,6 +69,8 @@ interface RealmParts {
   ObjectSkip: new (reason: string, field?: string) => ObjectSkip;
   TemplateFault: new (fault: { template: string; line?: number; message: string }, fatal?: boolean, field?: string) => TemplateFault;
   seal<T>(value: T): T;
+  /** Sealed data from JSON text with keys in code-unit order (see sealData in k8s/sealed.ts). */
+  sealText(text: string): unknown;
   isSealed(value: object): boolean;
   expose<F extends AnyFunction>(fn: F): F;
   adopt<T>(value: T): T;
@@ -165,6 +167,23 @@ const REALM_SOURCE = String.raw`(function (describeHost) {
     freeze(copy);
     sealed.add(copy);
     return copy;
+  }
+
+  // JSON text (stored objects, whose canonical text sealData makes) as sealed data:
+  // JSON.parse builds compact objects and shares short strings, at a fraction of the
+  // memory a copy takes. Only the whole value is marked sealed.
+  const parseJson = JSON.parse;
+  function freezeAll(value) {
+    if (value === null || typeof value !== 'object') return;
+    if (isArray(value)) for (let i = 0; i < value.length; i++) freezeAll(value[i]);
+    else for (const k of keys(value)) freezeAll(value[k]);
+    freeze(value);
+  }
+  function sealText(text) {
+    const value = parseJson(String(text));
+    freezeAll(value);
+    if (value !== null && typeof value === 'object') sealed.add(value);
+    return value;
   }
 
   // A host error as a realm error of the same kind, message and stack.
@@ -324,6 +343,7 @@ const REALM_SOURCE = String.raw`(function (describeHost) {
   return {
     TemplateAbort, ObjectSkip, TemplateFault, expose, record, guarded,
     seal: (value) => seal(value),
+    sealText: (text) => sealText(text),
     adopt: (value) => adopt(value),
     isSealed: (value) => sealed.has(value),
     isRealmValue,
