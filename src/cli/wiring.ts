@@ -1,13 +1,16 @@
-import { type Observable, defer, map, of } from 'rxjs';
+import { EMPTY, type Observable, defer, finalize, map, mergeMap, of, tap } from 'rxjs';
 import type { WatchedResource } from '../config/controller-config.ts';
 import type { ControllerEvent, Deployment, Endpoint, InstanceOutcome } from '../events.ts';
 import { type Validator, couldNotRun } from '../haproxy/validate.ts';
 import type { ResourceChange } from '../k8s/resource.ts';
 import type { ResourceView } from '../k8s/store.ts';
-import { DEFAULT_RENDER_TIMEOUT_MS, renderTemplates } from '../templating/engine.ts';
+import { rememberStructure } from '../haproxy/structure.ts';
+import { DEFAULT_RENDER_TIMEOUT_MS } from '../templating/engine.ts';
+import { RenderWorker, type WorkerRender } from '../templating/render-worker.ts';
 import type { RenderedConfig } from '../templating/rendered.ts';
 import { graph } from '../../streams/graph.ts';
 import type { ValidateOutcome } from '../../streams/validate.ts';
+import type { RenderOutcome } from '../../streams/render.ts';
 import { fromAbortable } from './abortable.ts';
 import type { LoadedConfig } from './load-config.ts';
 
@@ -40,31 +43,48 @@ export interface RenderBasis {
 
 /** The graph for one loaded configuration, with the real renderer and validator plugged in. */
 export function controllerGraph(loaded: LoadedConfig, io: ControllerIO): Observable<ControllerEvent> {
-  const { config, templates } = loaded;
+  const { config } = loaded;
   const values = { ...config.values, ...io.values };
-  return graph(
-    { ...config.settings, watched: config.watch },
-    {
-      changes$: io.changes(config.watch),
-      endpoints$: io.endpoints$,
-      // Rendering is synchronous CPU work; defer runs it when the trigger is taken.
-      render: ({ resources }) =>
-        defer(() => {
-          io.onRender?.({ loaded, values, resources });
-          return of(renderTemplates(templates, { resources: Object.fromEntries(resources), values }, { timeoutMs: config.settings.renderTimeoutMs ?? DEFAULT_RENDER_TIMEOUT_MS }));
-        }),
-      validate: (rendered: RenderedConfig) =>
-        fromAbortable((signal) => io.validator.validate(rendered, signal)).pipe(
-          map((result): ValidateOutcome => {
-            if (result.ok) return { ok: true };
-            // A check that could not run is no refusal: the graph checks again later.
-            if (couldNotRun(result.phase)) return { ok: false, unavailable: result.problems.map((p) => p.message).join('; ') };
-            return { ok: false, problems: result.problems };
+  const timeoutMs = config.settings.renderTimeoutMs ?? DEFAULT_RENDER_TIMEOUT_MS;
+  return defer(() => {
+    // Renders run in a worker thread with its own copy of the sets (render-worker.ts).
+    const { 'haproxy.cfg': main, ...aux } = config.templates;
+    const worker = new RenderWorker({ templates: { main, ...aux }, sets: config.watch, values, timeoutMs });
+    // Without an admission webhook rendering here, this thread's stores need no sealed copies.
+    const watched = io.onRender ? config.watch : config.watch.map((w) => ({ ...w, seal: false }));
+    return graph(
+      { ...config.settings, watched },
+      {
+        changes$: io.changes(config.watch).pipe(tap((change) => worker.apply(change))),
+        endpoints$: io.endpoints$,
+        render: ({ resources }) =>
+          defer(() => {
+            io.onRender?.({ loaded, values, resources });
+            return fromAbortable((signal) => worker.render(resources, signal)).pipe(mergeMap(renderOutcome));
           }),
-        ),
-      deployTo: io.deployTo,
-      ...(io.leader$ && { leader$: io.leader$ }),
-      ...(io.credentials$ && { credentials$: io.credentials$ }),
-    },
-  );
+        validate: (rendered: RenderedConfig) =>
+          fromAbortable((signal) => io.validator.validate(rendered, signal)).pipe(
+            map((result): ValidateOutcome => {
+              if (result.ok) return { ok: true };
+              // A check that could not run is no refusal: the graph checks again later.
+              if (couldNotRun(result.phase)) return { ok: false, unavailable: result.problems.map((p) => p.message).join('; ') };
+              return { ok: false, problems: result.problems };
+            }),
+          ),
+        deployTo: io.deployTo,
+        ...(io.leader$ && { leader$: io.leader$ }),
+        ...(io.credentials$ && { credentials$: io.credentials$ }),
+      },
+    ).pipe(finalize(() => void worker.close()));
+  });
+}
+
+/** What the worker answered, as the render stage takes it; a cancelled render gives nothing. */
+function renderOutcome(answer: WorkerRender): Observable<RenderOutcome> {
+  if (!answer.ok) return answer.cancelled ? EMPTY : of({ ok: false, error: { template: '(render)', message: answer.message } });
+  const { result, structure } = answer;
+  if (!result.ok) return of({ ok: false, error: result.error });
+  // The worker checked the structure already: validation takes its verdict instead of checking again here.
+  rememberStructure(result.config, structure);
+  return of({ ok: true, config: result.config, warnings: result.warnings });
 }

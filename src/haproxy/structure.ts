@@ -200,11 +200,23 @@ function checkFileNames(rendered: RenderedFiles, out: ValidationProblem[]): void
   }
 }
 
+/** Verdicts of checks made elsewhere (the render worker checks what it renders), by render. */
+const remembered = new WeakMap<RenderedFiles, readonly ValidationProblem[]>();
+
+/** Records the structure check's verdict on a render, made in another thread: checkStructure returns it. */
+export function rememberStructure(rendered: RenderedFiles, problems: readonly ValidationProblem[]): void {
+  remembered.set(rendered, problems);
+}
+
 /**
- * Reports obvious mistakes in a render with precise lines, in microseconds.
+ * Reports obvious mistakes in a render with precise lines. It reads every line, which
+ * takes a while on a large configuration: the render worker checks each render as it
+ * makes it, and this returns that verdict instead of checking again.
  * An empty result does not mean the configuration is valid: only haproxy can say that.
  */
 export function checkStructure(rendered: RenderedFiles): ValidationProblem[] {
+  const known = remembered.get(rendered);
+  if (known) return known.map((p) => ({ ...p }));
   const names: ValidationProblem[] = [];
   checkFileNames(rendered, names);
   const { layout: l, errors } = layout(rendered.main);

@@ -1,0 +1,88 @@
+/**
+ * The render worker thread (see render-worker.ts): its own copy of the watched sets,
+ * its own template realm, the templates compiled once, and renders on request. A
+ * render is checked for cancellation at every lookup into the sets and at every
+ * snippet: the main thread moves the shared `current` slot on when a newer render is
+ * asked for or the running one is abandoned, and this render then stops at its next
+ * lookup instead of running to its end.
+ */
+import { parentPort, workerData } from 'node:worker_threads';
+import type { ValidationProblem } from '../events.ts';
+import { checkStructure } from '../haproxy/structure.ts';
+import type { ResourceChange } from '../k8s/resource.ts';
+import { type ResourceView, type StoreOptions, Store } from '../k8s/store.ts';
+import { abortRender } from './abort.ts';
+import { type RenderResult, type TemplateSet, compileTemplates, renderTemplates } from './engine.ts';
+
+export interface RenderThreadData {
+  templates: TemplateSet;
+  sets: readonly (StoreOptions & { name: string })[];
+  values: Readonly<Record<string, unknown>>;
+  timeoutMs: number;
+  /** Int32Array over a SharedArrayBuffer: [0] is the id of the render that may run. */
+  current: SharedArrayBuffer;
+}
+
+export type ToThread = { type: 'changes'; changes: ResourceChange[] } | { type: 'render'; id: number };
+
+export type FromThread =
+  | { type: 'ready' }
+  | { type: 'failed'; message: string }
+  | { type: 'rendered'; id: number; result: RenderResult; structure: ValidationProblem[]; durationMs: number }
+  | { type: 'cancelled'; id: number };
+
+const SUPERSEDED = 'superseded by a newer render';
+
+function main(): void {
+  const port = parentPort!;
+  const data = workerData as RenderThreadData;
+  const current = new Int32Array(data.current);
+  const compiled = compileTemplates(data.templates);
+  if (!compiled.ok) {
+    port.postMessage({ type: 'failed', message: compiled.errors.map((e) => `${e.template}: ${e.message}`).join('; ') } satisfies FromThread);
+    return;
+  }
+  const stores = new Map(data.sets.map((s) => [s.name, new Store(s.name, s)]));
+  let running = 0;
+  const check = () => {
+    if (Atomics.load(current, 0) !== running) abortRender(SUPERSEDED);
+  };
+  // What templates see: the sets, each lookup first checking that this render still counts.
+  const views: Record<string, ResourceView> = {};
+  for (const [name, store] of stores) {
+    views[name] = {
+      list: () => (check(), store.list()),
+      get: (...keys) => (check(), store.get(...keys)),
+      first: (...keys) => (check(), store.first(...keys)),
+      get size() {
+        return store.size;
+      },
+    };
+  }
+  port.on('message', (message: ToThread) => {
+    if (message.type === 'changes') {
+      // The main thread's stores report problems; this copy only follows them.
+      for (const change of message.changes) {
+        if (change.type === 'problem') continue;
+        stores.get(change.resource)?.update(change);
+      }
+      return;
+    }
+    running = message.id;
+    if (Atomics.load(current, 0) !== running) {
+      port.postMessage({ type: 'cancelled', id: running } satisfies FromThread);
+      return;
+    }
+    const started = performance.now();
+    const result = renderTemplates(compiled.templates, { resources: views, values: data.values }, { timeoutMs: data.timeoutMs });
+    if (Atomics.load(current, 0) !== running) {
+      port.postMessage({ type: 'cancelled', id: running } satisfies FromThread);
+      return;
+    }
+    const structure = result.ok ? checkStructure(result.config) : [];
+    port.postMessage({ type: 'rendered', id: running, result, structure, durationMs: performance.now() - started } satisfies FromThread);
+  });
+  port.postMessage({ type: 'ready' } satisfies FromThread);
+}
+
+main();
