@@ -79,7 +79,7 @@ for (const size of SIZES) {
     stateDir: tmp.stateDir,
     sets: { httpPort: port },
     healthPort,
-    env: { ...process.env, NODE_OPTIONS: `${process.env.NODE_OPTIONS ?? ''} --max-old-space-size=${cap.mib}`.trim() },
+    env: { ...process.env, NODE_OPTIONS: cap.nodeOptions },
   });
   const body = async (host: string) => (await get(port, '/', host).catch(() => ({ body: '' }))).body.trim();
   try {
