@@ -55,7 +55,11 @@ export function controllerGraph(loaded: LoadedConfig, io: ControllerIO): Observa
     return graph(
       { ...config.settings, watched },
       {
-        changes$: io.changes(config.watch).pipe(tap((change) => worker.apply(change))),
+        // Each subscription (the graph rebuilds itself after a failure) starts from empty stores: so does the worker.
+        changes$: defer(() => {
+          worker.reset();
+          return io.changes(config.watch).pipe(tap((change) => worker.apply(change)));
+        }),
         endpoints$: io.endpoints$,
         render: ({ resources }) =>
           defer(() => {

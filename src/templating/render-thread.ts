@@ -23,7 +23,7 @@ export interface RenderThreadData {
   current: SharedArrayBuffer;
 }
 
-export type ToThread = { type: 'changes'; changes: ResourceChange[] } | { type: 'render'; id: number };
+export type ToThread = { type: 'changes'; changes: ResourceChange[] } | { type: 'render'; id: number } | { type: 'reset' };
 
 export type FromThread =
   | { type: 'ready' }
@@ -42,24 +42,30 @@ function main(): void {
     port.postMessage({ type: 'failed', message: compiled.errors.map((e) => `${e.template}: ${e.message}`).join('; ') } satisfies FromThread);
     return;
   }
-  const stores = new Map(data.sets.map((s) => [s.name, new Store(s.name, s)]));
+  const stores = new Map<string, Store>();
+  const empty = () => {
+    for (const s of data.sets) stores.set(s.name, new Store(s.name, s));
+  };
+  empty();
   let running = 0;
   const check = () => {
     if (Atomics.load(current, 0) !== running) abortRender(SUPERSEDED);
   };
   // What templates see: the sets, each lookup first checking that this render still counts.
   const views: Record<string, ResourceView> = {};
-  for (const [name, store] of stores) {
+  for (const { name } of data.sets) {
+    const store = () => stores.get(name)!;
     views[name] = {
-      list: () => (check(), store.list()),
-      get: (...keys) => (check(), store.get(...keys)),
-      first: (...keys) => (check(), store.first(...keys)),
+      list: () => (check(), store().list()),
+      get: (...keys) => (check(), store().get(...keys)),
+      first: (...keys) => (check(), store().first(...keys)),
       get size() {
-        return store.size;
+        return store().size;
       },
     };
   }
   port.on('message', (message: ToThread) => {
+    if (message.type === 'reset') return empty();
     if (message.type === 'changes') {
       // The main thread's stores report problems; this copy only follows them.
       for (const change of message.changes) {

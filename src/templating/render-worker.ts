@@ -60,6 +60,8 @@ export class RenderWorker {
   /** While a fill is under way, changes wait behind it. */
   private filling: Promise<void> | undefined;
   private queued: ResourceChange[] = [];
+  /** Counts fills and resets: a fill under way stops when another starts or the stores are reset. */
+  private fills = 0;
   private flushScheduled = false;
   private nextId = 0;
   private readonly waiting = new Map<number, (outcome: WorkerRender) => void>();
@@ -69,6 +71,20 @@ export class RenderWorker {
   constructor(options: RenderWorkerOptions) {
     this.options = options;
     this.start();
+  }
+
+  /**
+   * Empties the worker's copy: the main thread's stores start again from nothing (a
+   * graph rebuilt after a failure lists everything again).
+   */
+  reset(): void {
+    this.queued = [];
+    this.filling = undefined;
+    this.fills++;
+    if (this.live && this.live.dead === undefined) {
+      this.needsFill = false;
+      this.live.worker.postMessage({ type: 'reset' } satisfies ToThread);
+    }
   }
 
   /** Takes one change the main thread's stores took; the worker's copy follows in order. */
@@ -92,16 +108,16 @@ export class RenderWorker {
     const id = ++this.nextId;
     // Any render still running is superseded from this moment.
     Atomics.store(this.current, 0, id);
-    const live = this.start();
-    if (this.needsFill) this.filling = this.fill(live, resources);
-    await this.filling;
-    this.flush();
-    const outcome = new Promise<WorkerRender>((resolve) => this.waiting.set(id, resolve));
     const abandon = () => {
       if (Atomics.load(this.current, 0) === id) Atomics.store(this.current, 0, 0);
     };
     signal?.addEventListener('abort', abandon, { once: true });
+    const live = this.start();
+    const outcome = new Promise<WorkerRender>((resolve) => this.waiting.set(id, resolve));
     try {
+      if (this.needsFill) this.filling = this.fill(live, resources);
+      await this.filling;
+      this.flush();
       await live.ready;
       if (live.dead !== undefined) return { ok: false, cancelled: false, message: live.dead };
       live.worker.postMessage({ type: 'render', id } satisfies ToThread);
@@ -183,16 +199,18 @@ export class RenderWorker {
   private async fill(live: Live, resources: ReadonlyMap<string, ResourceView>): Promise<void> {
     this.needsFill = false;
     this.queued = [];
+    const fill = ++this.fills;
     const snapshot = [...resources].map(([name, view]) => ({ name, objects: view.list() }));
     const slice = this.options.batch ?? 500;
     for (const { name, objects } of snapshot) {
       for (let i = 0; i < objects.length; i += slice) {
+        if (fill !== this.fills || live.dead !== undefined) return;
         const changes = objects.slice(i, i + slice).map((object): ResourceChange => ({ type: 'upsert', resource: name, object }));
         live.worker.postMessage({ type: 'changes', changes } satisfies ToThread);
         await new Promise((resolve) => setImmediate(resolve));
       }
     }
-    this.filling = undefined;
+    if (fill === this.fills) this.filling = undefined;
   }
 
   private flush(): void {

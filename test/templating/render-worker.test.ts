@@ -117,6 +117,26 @@ describe('RenderWorker', () => {
     }
   });
 
+  it('starts from empty sets again when the main thread does (a graph rebuilt after a failure)', async () => {
+    const h = harness(MAIN);
+    try {
+      h.apply({ type: 'upsert', resource: 'services', object: service('ns', 'gone', 8081) });
+      ok(await h.worker.render(h.stores));
+      // The rebuilt graph has new, empty stores, and lists everything again.
+      const fresh = new Store('services', { seal: false });
+      h.worker.reset();
+      for (const change of [{ type: 'upsert', resource: 'services', object: service('ns', 'kept', 8082) }, { type: 'synced', resource: 'services' }] as ResourceChange[]) {
+        fresh.apply(change);
+        h.worker.apply(change);
+      }
+      const after = ok(await h.worker.render(new Map([['services', fresh]])));
+      assert.match(after.config.main, /backend be_ns_kept/);
+      assert.doesNotMatch(after.config.main, /be_ns_gone/);
+    } finally {
+      await h.worker.close();
+    }
+  });
+
   it('keeps the time limit of the template realm', async () => {
     const h = harness('<% for (;;) {} %>', {}, 200);
     try {
