@@ -1,4 +1,5 @@
 import type { ResourceChange } from './k8s/resource.ts';
+import type { ObjectStatus } from './status/types.ts';
 import type { RenderedConfig } from './templating/rendered.ts';
 
 /** A HAProxy instance to deploy to: a Data Plane API URL, or the local process. */
@@ -60,6 +61,7 @@ export interface ObjectRef {
   /** Absent for cluster-scoped objects. */
   namespace?: string;
   name: string;
+  uid?: string;
 }
 
 /** An object a template skipped, or a value it ignored, and why; the render went on. */
@@ -76,6 +78,8 @@ export interface RenderWarning {
   line?: number;
   /** The object was left out of the configuration whole. */
   skipped?: boolean;
+  /** Why, as a status condition's reason (e.g. UnsupportedValue), when the template gave one. */
+  reason?: string;
 }
 
 export interface ValidationProblem {
@@ -110,10 +114,11 @@ export type ControllerEvent =
   /** A resource source could not read something, or a store could not take an object (named); the stores keep what they had. */
   | { type: 'SourceProblem'; source: string; resource?: string; line?: number; message: string; object?: ObjectRef }
   | { type: 'ReconcileTriggered'; reconcile: Reconcile }
-  | { type: 'Rendered'; reconcile: Reconcile; config: RenderedConfig; durationMs: number; warnings?: readonly RenderWarning[] }
+  /** `statuses`: what the templates declared about each object (src/status/types.ts). */
+  | { type: 'Rendered'; reconcile: Reconcile; config: RenderedConfig; durationMs: number; warnings?: readonly RenderWarning[]; statuses?: readonly ObjectStatus[] }
   | { type: 'RenderFailed'; reconcile: Reconcile; error: RenderError; durationMs: number }
-  /** The render produced the configuration already rendered last: nothing further to do. `warnings` when they changed since the last render. */
-  | { type: 'RenderUnchanged'; reconcile: Reconcile; hash: string; durationMs: number; warnings?: readonly RenderWarning[] }
+  /** The render produced the configuration already rendered last: nothing further to do. `warnings` and `statuses` when they changed since the last render. */
+  | { type: 'RenderUnchanged'; reconcile: Reconcile; hash: string; durationMs: number; warnings?: readonly RenderWarning[]; statuses?: readonly ObjectStatus[] }
   | { type: 'Validated'; reconcile: Reconcile; config: RenderedConfig; durationMs: number }
   | { type: 'ValidationFailed'; reconcile: Reconcile; config: RenderedConfig; problems: readonly ValidationProblem[]; durationMs: number }
   /**

@@ -1,9 +1,10 @@
 import { type Observable, type SchedulerLike, asyncScheduler, catchError, defer, filter, ignoreElements, map, merge, of, switchMap, tap } from 'rxjs';
 import type { ControllerEvent, Reconcile, RenderError, RenderWarning } from '../src/events.ts';
 import { errorMessage } from '../src/errors.ts';
+import type { ObjectStatus } from '../src/status/types.ts';
 import type { RenderedConfig } from '../src/templating/rendered.ts';
 
-export type RenderOutcome = { ok: true; config: RenderedConfig; warnings?: readonly RenderWarning[] } | { ok: false; error: RenderError };
+export type RenderOutcome = { ok: true; config: RenderedConfig; warnings?: readonly RenderWarning[]; statuses?: readonly ObjectStatus[] } | { ok: false; error: RenderError };
 
 export type RenderEvent = Extract<ControllerEvent, { type: 'Rendered' | 'RenderFailed' | 'RenderUnchanged' }>;
 /** What validation made of a configuration render passed on. */
@@ -23,14 +24,16 @@ export interface RenderDeps {
  * RenderUnchanged and goes no further, while that configuration is being checked or
  * has validated. Once haproxy refused it (`verdicts$`, fed back from validation),
  * identical output is passed on again: it is checked again, never silently dropped.
- * RenderUnchanged carries the warnings when they changed (an object skipped, or no
- * longer), since a skipped object often leaves the output as it was.
+ * RenderUnchanged carries the warnings and the statuses when they changed (an object
+ * skipped, or no longer; a generation observed), since neither needs the output to
+ * change.
  */
 export function render(reconciles$: Observable<Reconcile>, verdicts$: Observable<Verdict>, deps: RenderDeps): Observable<RenderEvent> {
   const scheduler = deps.scheduler ?? asyncScheduler;
   return defer(() => {
     let last: { hash: string; refused: boolean } | undefined;
     let lastWarnings = '[]';
+    let lastStatuses = '[]';
     const judged$ = verdicts$.pipe(
       tap((verdict) => {
         if (verdict.config.hash === last?.hash) last.refused = verdict.type === 'ValidationFailed';
@@ -49,10 +52,14 @@ export function render(reconciles$: Observable<Reconcile>, verdicts$: Observable
             const warningsKey = JSON.stringify(warnings);
             const warningsChanged = warningsKey !== lastWarnings;
             lastWarnings = warningsKey;
+            const statuses = outcome.statuses ?? [];
+            const statusesKey = JSON.stringify(statuses);
+            const statusesChanged = statusesKey !== lastStatuses;
+            lastStatuses = statusesKey;
             const { hash } = outcome.config;
-            if (last?.hash === hash && !last.refused) return { type: 'RenderUnchanged', reconcile, hash, durationMs, ...(warningsChanged && { warnings }) };
+            if (last?.hash === hash && !last.refused) return { type: 'RenderUnchanged', reconcile, hash, durationMs, ...(warningsChanged && { warnings }), ...(statusesChanged && { statuses }) };
             last = { hash, refused: false };
-            return { type: 'Rendered', reconcile, config: outcome.config, durationMs, ...(warnings.length > 0 && { warnings }) };
+            return { type: 'Rendered', reconcile, config: outcome.config, durationMs, ...(warnings.length > 0 && { warnings }), ...(statuses.length > 0 && { statuses }) };
           }),
         );
       }),

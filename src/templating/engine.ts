@@ -57,6 +57,12 @@
  *   structured warning (kind, namespace, name, field, template and line) and
  *   takes back the certificate files it added; the render goes on. Faults of
  *   the templates themselves (see locate.ts, atFault) still fail the render.
+ * - `h.status(object, declaration)` declares what the render makes of an object
+ *   (conditions, served, status fields, entries such as a listener or a parent):
+ *   the render result carries one ObjectStatus per object (`statuses`); see
+ *   status-declarations.ts. `h.skip(message, field, reason)` gives a skip a status
+ *   reason, and `h.skipped(object)` reads it back, so that a refusal is declared
+ *   with the skip's own words.
  * - `h.fail(message)` aborts the render; so does any throw outside h.isolate. The error names
  *   the template (the snippet, if it failed in one) and the line where it was
  *   thrown, exact even inside a multi-line `<% %>` block. A thrown non-Error
@@ -78,6 +84,8 @@ import { type AuxKind, AUX_KINDS, type RenderedConfig, auxPath, sealRendered } f
 import { abortRender, describeValue } from './abort.ts';
 import { auxText, haproxyWord, isFileName } from './escape.ts';
 import { type Helpers, type RenderSession, type RenderWarning, createHelpers } from './helpers.ts';
+import { collectStatuses } from './status-declarations.ts';
+import type { ObjectStatus } from '../status/types.ts';
 import { ForbiddenConstruct, compileInRealm, rethrow } from './compile.ts';
 import { type LocatableTemplate, asFault, diagnoseCompileError, faultFrom, locateForbidden, locateThrow } from './locate.ts';
 import { compareCodeUnits, readOnly, resourceSets } from './readonly.ts';
@@ -126,7 +134,7 @@ const snippetEscapes = new WeakMap<CompiledTemplates, { current: Escape }>();
 
 export type CompileResult = { ok: true; templates: CompiledTemplates } | { ok: false; errors: RenderError[] };
 export type { RenderWarning } from './helpers.ts';
-export type RenderResult = { ok: true; config: RenderedConfig; warnings: RenderWarning[] } | { ok: false; error: RenderError };
+export type RenderResult = { ok: true; config: RenderedConfig; warnings: RenderWarning[]; statuses: ObjectStatus[] } | { ok: false; error: RenderError };
 
 /** The render a compiled set is running, if any: what `h.warn` and `h.certFile` record into. */
 const sessions = new WeakMap<CompiledTemplates, { current: RenderSession | undefined }>();
@@ -299,6 +307,8 @@ export function renderTemplates(templates: CompiledTemplates, input: RenderInput
         referencing: new Set(),
         added: [],
         locate: (thrown) => locateThrow(thrown, units, active.at(-1) ?? current),
+        declarations: [],
+        skips: new Map(),
       };
       session.current = collected;
       const context: Record<string, unknown> = {
@@ -344,7 +354,12 @@ export function renderTemplates(templates: CompiledTemplates, input: RenderInput
       // certFile() refuses template names, so the added files never replace a template's output.
       for (const [name, content] of collected.certs) certs[name] = content;
       const referencing = [...collected.referencing];
-      const result: RenderResult = { ok: true, config: sealRendered({ main, maps, files, certs, ...(referencing.length > 0 && { referencing }) }), warnings: [...collected.warnings.values()] };
+      const result: RenderResult = {
+        ok: true,
+        config: sealRendered({ main, maps, files, certs, ...(referencing.length > 0 && { referencing }) }),
+        warnings: [...collected.warnings.values()],
+        statuses: collectStatuses(collected.declarations),
+      };
       return result;
     }, timeoutMs);
   } catch (thrown) {

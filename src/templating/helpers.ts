@@ -7,6 +7,7 @@ import { haproxyWord, isFileName, lfText, mapKey, regexEscape } from './escape.t
 import { fileName } from './file-name.ts';
 import { type Located, ObjectSkip } from './locate.ts';
 import { compareCodeUnits } from './readonly.ts';
+import { type Declaration, declare } from './status-declarations.ts';
 
 export type { RenderWarning } from '../events.ts';
 
@@ -64,7 +65,7 @@ export interface Helpers {
    * fault; repeats of the same warning are kept once. Returns '' so that it can
    * sit in `<%- %>` as well as in `<% %>`.
    */
-  warn(subject: unknown, message: unknown, details?: { field?: unknown }): string;
+  warn(subject: unknown, message: unknown, details?: { field?: unknown; reason?: unknown }): string;
   /**
    * Runs `fn` for one object in isolation and returns its result. If it throws
    * (a wrong-typed field, an h.skip, a helper refusing a value), the object is
@@ -79,8 +80,26 @@ export interface Helpers {
   isolate<T>(subject: unknown, fn: () => T, options?: { part?: unknown; fallback?: T }): T | undefined;
   /** h.isolate for each item of the list, the item being the subject: the results of the items that did not fail, in order. */
   each<T, R>(list: Iterable<T>, fn: (item: T, index: number) => R): R[];
-  /** Skips the object of the innermost h.isolate, naming the field at fault; outside h.isolate it fails the render. */
-  skip(message: unknown, field?: unknown): never;
+  /**
+   * Skips the object of the innermost h.isolate, naming the field at fault and, as
+   * `reason`, why in the words of a status condition (e.g. UnsupportedValue);
+   * outside h.isolate it fails the render.
+   */
+  skip(message: unknown, field?: unknown, reason?: unknown): never;
+  /**
+   * The skip of this object (or of its `part`) in this render so far, as
+   * `{ message, field, reason }`, or undefined: how a template declares the status
+   * of an object it refused, with the skip's own words.
+   */
+  skipped(subject: unknown, part?: unknown): { message: string; field?: string; reason?: string } | undefined;
+  /**
+   * Declares what the render makes of `subject`, for its status: `conditions`
+   * (`{ type, status, reason, message, live }`), `served`, other `fields`; with
+   * `listener: name`, or `parentRef`/`ancestorRef` and `controllerName`, for that
+   * entry of the status list. Repeated calls merge; a call inside an h.isolate that
+   * fails is taken back with the rest of what the object added. Returns ''.
+   */
+  status(subject: unknown, declaration: unknown): string;
   /** The value if it is a list, [] if it is absent or null; anything else skips the object (h.skip) naming `field`. */
   list(value: unknown, field: unknown): readonly unknown[];
   /**
@@ -162,6 +181,10 @@ export interface RenderSession {
   added: string[][];
   /** Where a throw (or a new Error, for h.warn) happened in the templates, and whether they are at fault. */
   locate(thrown: unknown): Located;
+  /** h.status calls in order; a failed h.isolate cuts the list back to where it began. */
+  declarations: Declaration[];
+  /** Skips so far, by object key and part (`''` for the whole object): what h.skipped reads. */
+  skips: Map<string, { message: string; field?: string; reason?: string }>;
 }
 
 /** A property path (as for get) or a function of the item. */
@@ -176,6 +199,19 @@ export interface KnownFiles {
 
 /** The longest warning message kept, in UTF-16 code units. */
 const MAX_MESSAGE = 500;
+// A status condition's reason (metav1.Condition).
+const REASON = /^[A-Za-z]([A-Za-z0-9_,:]*[A-Za-z0-9_])?$/;
+
+function checkReason(helper: string, reason: unknown): string | undefined {
+  if (reason === undefined) return undefined;
+  if (typeof reason !== 'string' || reason.length > 1024 || !REASON.test(reason)) abortRender(`${helper}(): the reason must be CamelCase, as a status condition's (e.g. UnsupportedValue), got ${describeValue(reason)}`);
+  return reason;
+}
+
+const skipKey = (subject: unknown, part: unknown) => {
+  const ref = describeSubject(subject).ref;
+  return ref ? `${ref.kind ?? ''}\u0000${ref.namespace ?? ''}\u0000${ref.name}\u0000${typeof part === 'string' ? part : ''}` : undefined;
+};
 
 export function createHelpers(known: KnownFiles, session: () => RenderSession | undefined = () => undefined): Helpers {
   const pathTo = (kind: AuxKind, helper: string) => (name: unknown) => {
@@ -200,6 +236,7 @@ export function createHelpers(known: KnownFiles, session: () => RenderSession | 
     if (part !== undefined && typeof part !== 'string') abortRender(`isolate(): options.part must be a field path, got ${describeValue(part)}`);
     const added: string[] = [];
     open.added.push(added);
+    const declared = open.declarations.length;
     try {
       const result = fn();
       open.added.pop();
@@ -207,8 +244,9 @@ export function createHelpers(known: KnownFiles, session: () => RenderSession | 
       return result;
     } catch (thrown) {
       open.added.pop();
-      // Nothing the object added stays in the configuration.
+      // Nothing the object added stays in the configuration, nor what was said about its status.
       for (const name of added) open.certs.delete(name);
+      open.declarations.length = declared;
       const where = open.locate(thrown);
       if (where.fatal) throw thrown;
       const at = where.field ?? part;
@@ -223,7 +261,12 @@ export function createHelpers(known: KnownFiles, session: () => RenderSession | 
         template: where.template,
         ...(where.line !== undefined && { line: where.line }),
         ...(part === undefined && { skipped: true }),
+        ...(where.statusReason !== undefined && { reason: where.statusReason }),
       });
+      const key = skipKey(subject, part);
+      if (key !== undefined && !open.skips.has(key)) {
+        open.skips.set(key, { message: where.message, ...(at !== undefined && { field: at }), ...(where.statusReason !== undefined && { reason: where.statusReason }) });
+      }
       return options.fallback;
     }
   };
@@ -248,7 +291,8 @@ export function createHelpers(known: KnownFiles, session: () => RenderSession | 
       const open = session() ?? abortRender('warn() records into a render, and no render is running');
       const field = details?.field;
       if (field !== undefined && typeof field !== 'string') abortRender(`warn(): details.field must be a field path, got ${describeValue(field)}`);
-      const warning: RenderWarning = { ...describeSubject(subject), message: typeof message === 'string' ? message : describeValue(message), ...(field !== undefined && { field }) };
+      const reason = checkReason('warn', details?.reason);
+      const warning: RenderWarning = { ...describeSubject(subject), message: typeof message === 'string' ? message : describeValue(message), ...(field !== undefined && { field }), ...(reason !== undefined && { reason }) };
       const key = JSON.stringify([warning.object ?? '', warning.message]);
       if (open.warnings.has(key)) return '';
       const where = open.locate(new Error());
@@ -266,9 +310,21 @@ export function createHelpers(known: KnownFiles, session: () => RenderSession | 
       });
       return results;
     },
-    skip: (message, field) => {
-      if (field !== undefined && typeof field !== 'string') abortRender(`skip(): the field must be a field path, got ${describeValue(field)}`);
-      throw new ObjectSkip(typeof message === 'string' ? message : describeValue(message), field);
+    skip: (message, field, reason) => {
+      if (field !== undefined && field !== null && typeof field !== 'string') abortRender(`skip(): the field must be a field path, got ${describeValue(field)}`);
+      throw new ObjectSkip(typeof message === 'string' ? message : describeValue(message), field ?? undefined, checkReason('skip', reason));
+    },
+    skipped: (subject, part) => {
+      const open = session() ?? abortRender('skipped() reads the current render, and no render is running');
+      if (part !== undefined && typeof part !== 'string') abortRender(`skipped(): the part must be a field path, got ${describeValue(part)}`);
+      const key = skipKey(subject, part);
+      const skip = key === undefined ? undefined : open.skips.get(key);
+      return skip && { ...skip };
+    },
+    status: (subject, declaration) => {
+      const open = session() ?? abortRender('status() declares into a render, and no render is running');
+      open.declarations.push(declare(subject, declaration, describeSubject));
+      return '';
     },
     list: (value, field) => {
       if (typeof field !== 'string') abortRender(`list(): the field must be a field path, got ${describeValue(field)}`);
@@ -326,12 +382,14 @@ function describeSubject(subject: unknown): Pick<RenderWarning, 'object' | 'ref'
     const kind = get(subject, 'kind');
     const ns = get(subject, 'metadata.namespace');
     const name = get(subject, 'metadata.name');
+    const uid = get(subject, 'metadata.uid');
     if (typeof name === 'string') {
       const ref: ObjectRef = {
         ...(typeof apiVersion === 'string' && { apiVersion }),
         ...(typeof kind === 'string' && { kind }),
         ...(typeof ns === 'string' && ns !== '' && { namespace: ns }),
         name,
+        ...(typeof uid === 'string' && { uid }),
       };
       const prefix = typeof kind === 'string' ? `${kind} ` : '';
       return { object: `${prefix}${typeof ns === 'string' ? `${ns}/` : ''}${name}`, ref };

@@ -63,6 +63,8 @@ export interface Located {
   fatal: boolean;
   /** The field an h.skip named. */
   field?: string;
+  /** The status reason an h.skip gave. */
+  statusReason?: string;
 }
 
 /**
@@ -72,11 +74,12 @@ export interface Located {
  */
 export function locateThrow(thrown: unknown, templates: ReadonlyMap<string, LocatableTemplate>, running: string): Located {
   const fault = asFault(thrown);
-  if (fault) return { ...fault.fault, fatal: fault.fatal, ...(fault.field !== undefined && { field: fault.field }) };
+  if (fault) return { ...fault.fault, fatal: fault.fatal, ...(fault.field !== undefined && { field: fault.field }), ...(fault.statusReason !== undefined && { statusReason: fault.statusReason }) };
   const where = innermostFrame(thrown, templates) ?? { template: running };
   const fatal = atFault(thrown);
   try {
-    if (thrown instanceof ObjectSkip) return { ...where, message: thrown.reason, fatal, ...(thrown.field !== undefined && { field: thrown.field }) };
+    if (thrown instanceof ObjectSkip)
+      return { ...where, message: thrown.reason, fatal, ...(thrown.field !== undefined && { field: thrown.field }), ...(thrown.statusReason !== undefined && { statusReason: thrown.statusReason }) };
     if (thrown instanceof TemplateAbort) return { ...where, message: thrown.reason, fatal };
     if (realm.isError(thrown)) return { ...where, message: errorMessage(thrown, String(thrown.message)), fatal };
   } catch {
@@ -147,7 +150,7 @@ export function faultFrom(thrown: unknown, template: LocatableTemplate): Templat
     if (!realm.isError(thrown)) return new TemplateFault({ template: label, line: annotated.line, message: NOT_ANNOTATABLE });
     const line = exactLine(thrown, template) ?? annotated.line;
     const fatal = atFault(thrown);
-    if (thrown instanceof ObjectSkip) return new TemplateFault({ template: label, line, message: thrown.reason }, fatal, thrown.field);
+    if (thrown instanceof ObjectSkip) return new TemplateFault({ template: label, line, message: thrown.reason }, fatal, thrown.field, thrown.statusReason);
     if (thrown instanceof TemplateAbort) return new TemplateFault({ template: label, line, message: thrown.reason }, fatal);
     return new TemplateFault({ template: label, line, message: errorMessage(thrown, original) }, fatal);
   } catch {

@@ -40,6 +40,8 @@ export interface TemplateAbort extends Error {
 /** Thrown by h.skip: the object being rendered cannot be served; `field` says which of its fields is at fault. */
 export interface ObjectSkip extends TemplateAbort {
   readonly field: string | undefined;
+  /** Why, as a status condition's reason (e.g. UnsupportedValue), when the template gave one. */
+  readonly statusReason: string | undefined;
 }
 
 /** A failure already attributed to a template; passes unchanged through the templates that included it. */
@@ -49,6 +51,8 @@ export interface TemplateFault extends Error {
   readonly fatal: boolean;
   /** The field an h.skip named. */
   readonly field: string | undefined;
+  /** The status reason an h.skip gave. */
+  readonly statusReason: string | undefined;
 }
 
 /** A render that ran past its time limit. */
@@ -66,8 +70,8 @@ type AnyFunction = (...args: never[]) => unknown;
 
 interface RealmParts {
   TemplateAbort: new (reason: string, fatal?: boolean) => TemplateAbort;
-  ObjectSkip: new (reason: string, field?: string) => ObjectSkip;
-  TemplateFault: new (fault: { template: string; line?: number; message: string }, fatal?: boolean, field?: string) => TemplateFault;
+  ObjectSkip: new (reason: string, field?: string, statusReason?: string) => ObjectSkip;
+  TemplateFault: new (fault: { template: string; line?: number; message: string }, fatal?: boolean, field?: string, statusReason?: string) => TemplateFault;
   seal<T>(value: T): T;
   /** Sealed data from JSON text with keys in code-unit order (see sealData in k8s/sealed.ts). */
   sealText(text: string): unknown;
@@ -108,14 +112,15 @@ const REALM_SOURCE = String.raw`(function (describeHost) {
     }
   }
   class ObjectSkip extends TemplateAbort {
-    constructor(reason, field) {
+    constructor(reason, field, statusReason) {
       super(reason);
       named(this, 'ObjectSkip');
       this.field = field;
+      this.statusReason = statusReason;
     }
   }
   class TemplateFault extends Error {
-    constructor(fault, fatal = false, field) {
+    constructor(fault, fatal = false, field, statusReason) {
       super(String(fault.message));
       named(this, 'TemplateFault');
       const copy = { template: String(fault.template), message: String(fault.message) };
@@ -123,6 +128,7 @@ const REALM_SOURCE = String.raw`(function (describeHost) {
       this.fault = freeze(copy);
       this.fatal = fatal === true;
       this.field = field === undefined ? undefined : String(field);
+      this.statusReason = statusReason === undefined ? undefined : String(statusReason);
     }
   }
   const ERRORS = { Error, TypeError, ReferenceError, SyntaxError, RangeError, EvalError, URIError };
