@@ -15,6 +15,7 @@
  *     - notContains: "text"
  *     - warning: "regex"       # a warning "<object>: <message>" matches
  *     - noWarnings: true
+ *     - objectStatus: "regex"  # a line of the declared status (as `haprx status` prints it) matches
  *     - request: { host, path, method, headers, tls, sni, listener, websocket }
  *       backend: be_x          # the backend that answers (status, location,
  *       status: 200            #   headers, requestHeaders, uri, certificate,
@@ -45,6 +46,7 @@ import { parse, parseAllDocuments } from 'yaml';
 import { type Counts, type GrpcExchange, type Reply, type TcpExchange, countAnswers, outOfBounds, sendGrpc, sendHttp, sendTcp, sendWebSocket, whileInFlight } from './fixture-clients.ts';
 import { type AuthBehaviour, type RunningServer, SERVER_PROTOCOLS, type ServerProtocol, startServer } from './fixture-servers.ts';
 import { readTemplateDir } from '../config/template-dir.ts';
+import { statusLines } from '../status/print.ts';
 import { parseConfig } from '../haproxy/config.ts';
 import { Validator, couldNotRun } from '../haproxy/validate.ts';
 import type { KubeObject } from '../k8s/resource.ts';
@@ -121,6 +123,7 @@ export interface Assertion {
   file?: string;
   warning?: string;
   noWarnings?: boolean;
+  objectStatus?: string;
   request?: FixtureRequest;
   grpc?: GrpcExchange & { listener?: number };
   tcp?: TcpExchange & { listener: number };
@@ -227,7 +230,7 @@ async function readFixture(dir: string, file: string): Promise<Fixture> {
   return { file: file.slice(dir.length + 1), name, values, resources, servers: readServers(doc.servers, resources), assert: doc.assert as Assertion[] };
 }
 
-const ASSERTION_KINDS = ['valid', 'contains', 'notContains', 'warning', 'noWarnings', 'request', 'grpc', 'tcp'];
+const ASSERTION_KINDS = ['valid', 'contains', 'notContains', 'warning', 'noWarnings', 'objectStatus', 'request', 'grpc', 'tcp'];
 const ASSERTION_KEYS = new Set([
   ...ASSERTION_KINDS, 'file', 'repeat', 'inFlight', 'backend', 'status', 'location', 'headers', 'headersMatch', 'requestHeaders', 'requestHeadersMatch',
   'uri', 'certificate', 'reply', 'grpcStatus', 'backends', 'statuses', 'servers', 'sameServer',
@@ -333,6 +336,7 @@ async function runFixture(loaded: LoadedConfig, fixture: Fixture, validator: Val
   if (!rendered.ok) return done({ results: [], warnings: [], error: `render failed: ${rendered.error.template}: ${rendered.error.message}` });
   const { config, warnings } = rendered;
   const warningTexts = warnings.map((w) => (w.object ? `${w.object}: ${w.message}` : w.message));
+  const lines = statusLines(rendered.statuses, { pendingNote: true });
   const results: AssertionResult[] = [];
   const requests: Assertion[] = [];
   for (const a of fixture.assert) {
@@ -357,6 +361,9 @@ async function runFixture(loaded: LoadedConfig, fixture: Fixture, validator: Val
       results.push({ assertion: `warning /${a.warning}/`, ok: warningTexts.some((w) => pattern.test(w)), message: `warnings: ${JSON.stringify(warningTexts)}` });
     } else if (a.noWarnings) {
       results.push({ assertion: 'noWarnings', ok: warnings.length === 0, message: `warnings: ${JSON.stringify(warningTexts)}` });
+    } else if (a.objectStatus !== undefined) {
+      const pattern = new RegExp(a.objectStatus);
+      results.push({ assertion: `objectStatus /${a.objectStatus}/`, ok: lines.some((l) => pattern.test(l)), message: `status: ${JSON.stringify(lines)}` });
     }
   }
   if (requests.length > 0) {

@@ -7,7 +7,7 @@ import type { KubeApi } from './api.ts';
 import { configMapToRaw } from './config-map.ts';
 import { type CredentialsResult, credentialsFromSecret } from './credentials.ts';
 import { type DataplaneAddressing, EndpointSet } from './discovery.ts';
-import { type LoadBalancerIngress, serviceAddresses } from './ingress-status.ts';
+import { type LoadBalancerIngress, serviceAddresses } from './addresses.ts';
 import { type ListWatchOptions, listWatch } from './list-watch.ts';
 import { namedOnDemandSet, onDemandSet } from './on-demand.ts';
 import type { KubeObject, ResourceChange } from './resource.ts';

@@ -64,6 +64,7 @@ const FEATURES: Record<string, string> = {
   'ingress-nginx: rate limits': 'nginx-rate-limit.yaml',
   'ingress-nginx: unsupported annotations, snippets refused': 'nginx-unsupported.yaml',
   'ingress-nginx: snippets ignored by choice': 'nginx-snippets-ignored.yaml',
+  'Gateway API status: conditions and reasons of classes, Gateways, listeners and route parents': 'gateway-status.yaml',
 };
 
 describe('haprx test: the shipped fixtures', () => {

@@ -1,0 +1,164 @@
+/**
+ * What each object's status is now: the templates' latest declarations, with the
+ * conditions declared `live` held back until the configuration that serves the
+ * object is live on every instance. Pure: it reads controller events and keeps no
+ * clock; the status writer and the debug state each hold one.
+ *
+ * An object's configuration is live when its declaration in the newest render
+ * equals its declaration in the render whose configuration was last deployed to
+ * every instance: an object a newer render did not change is still served by what
+ * runs. Otherwise its live conditions (`Programmed`) are Unknown/Pending while the
+ * deployment is on its way, False/Invalid once haproxy refused the configuration,
+ * and False/Pending once its deployment failed; and `served` is what the live
+ * render said (a new Ingress gets its address once it is served, an updated one
+ * keeps it meanwhile).
+ */
+import type { ControllerEvent } from '../events.ts';
+import { type DeclaredCondition, type ObjectStatus, statusKey } from './types.ts';
+
+interface Held {
+  status: ObjectStatus;
+  /** The declaration as text: equal text, equal declaration. */
+  text: string;
+}
+
+type Declared = ReadonlyMap<string, Held>;
+
+/** How many renders' declarations are kept for a deployment that may still report on them. */
+const KEPT_RENDERS = 4;
+
+type Failure = { hash: string; reason: 'Invalid' | 'Pending'; message: string };
+
+export class StatusBook {
+  private latest: Declared = new Map();
+  private latestHash: string | undefined;
+  /** Declarations by configuration hash, newest last. */
+  private readonly byHash = new Map<string, Declared>();
+  private live: { hash: string; declared: Declared } | undefined;
+  private failure: Failure | undefined;
+  /** Each key's composed status as text, to tell which ones an event changed. */
+  private readonly composedText = new Map<string, string>();
+
+  /** Applies one controller event; returns the keys whose composed status changed. */
+  apply(event: ControllerEvent): string[] {
+    switch (event.type) {
+      case 'Rendered':
+        this.declare(event.config.hash, event.statuses ?? []);
+        if (this.failure && this.failure.hash !== event.config.hash) this.failure = undefined;
+        break;
+      case 'RenderUnchanged':
+        if (event.statuses === undefined) return [];
+        this.declare(event.hash, event.statuses);
+        break;
+      case 'ValidationFailed': {
+        const [first] = event.problems;
+        const where = first ? `${first.file}${first.line !== undefined ? `:${first.line}` : ''}: ${first.message.split('\n')[0]}` : 'no details';
+        this.failure = { hash: event.config.hash, reason: 'Invalid', message: `haproxy refused the configuration, the last good one stays live: ${where}` };
+        break;
+      }
+      case 'DeploymentCompleted': {
+        const { hash } = event.deployment.config;
+        const failed = event.results.filter((r) => !r.ok);
+        if (event.results.length > 0 && failed.length === 0) {
+          const declared = this.byHash.get(hash);
+          if (declared) this.live = { hash, declared };
+          if (this.failure?.hash === hash) this.failure = undefined;
+        } else if (hash === this.latestHash) {
+          const why = failed[0] ? `${failed[0].endpoint.id}: ${(failed[0].error ?? 'failed').split('\n')[0]}` : 'no HAProxy instance to deploy to';
+          this.failure = { hash, reason: 'Pending', message: `the configuration is not live on every instance: ${why}` };
+        } else return [];
+        break;
+      }
+      default:
+        return [];
+    }
+    return this.recompose();
+  }
+
+  /** The status to show for this key now, or undefined when nothing is declared for it. */
+  composed(key: string): ObjectStatus | undefined {
+    const held = this.latest.get(key);
+    return held && this.compose(key, held);
+  }
+
+  /** Every key with a declaration now. */
+  keys(): IterableIterator<string> {
+    return this.latest.keys();
+  }
+
+  get size(): number {
+    return this.latest.size;
+  }
+
+  /** Every composed status, in key order. */
+  all(): ObjectStatus[] {
+    return [...this.latest.keys()].map((k) => this.composed(k)!);
+  }
+
+  private declare(hash: string, statuses: readonly ObjectStatus[]): void {
+    const declared = new Map(statuses.map((status) => [statusKey(status.ref), { status, text: JSON.stringify(status) }]));
+    this.latest = declared;
+    this.latestHash = hash;
+    this.byHash.delete(hash);
+    this.byHash.set(hash, declared);
+    for (const old of this.byHash.keys()) {
+      if (this.byHash.size <= KEPT_RENDERS) break;
+      this.byHash.delete(old);
+    }
+    // The configuration is live and unchanged: so is what is declared about it now.
+    if (this.live?.hash === hash) this.live = { hash, declared };
+  }
+
+  /** Recomputes what each key's composed status depends on; returns the keys where it changed, and those gone. */
+  private recompose(): string[] {
+    const changed: string[] = [];
+    for (const [key, held] of this.latest) {
+      const text = `${held.text}\u0000${this.gate(key, held)}`;
+      if (this.composedText.get(key) !== text) {
+        this.composedText.set(key, text);
+        changed.push(key);
+      }
+    }
+    for (const key of [...this.composedText.keys()]) {
+      if (!this.latest.has(key)) {
+        this.composedText.delete(key);
+        changed.push(key);
+      }
+    }
+    return changed;
+  }
+
+  /** What holds a key's live conditions back, as text: '' when nothing does. */
+  private gate(key: string, held: Held): string {
+    if (!isGated(held.status)) return '';
+    const liveHeld = this.live?.declared.get(key);
+    if (liveHeld !== undefined && liveHeld.text === held.text) return 'live';
+    const failure = this.failure?.hash === this.latestHash ? this.failure : undefined;
+    return `${failure ? `${failure.reason}:${failure.message}` : 'pending'}\u0000${liveHeld?.status.served === true}`;
+  }
+
+  private compose(key: string, held: Held): ObjectStatus {
+    const { status } = held;
+    const liveHeld = this.live?.declared.get(key);
+    const isLive = liveHeld !== undefined && liveHeld.text === held.text;
+    if (isLive || !isGated(status)) return status;
+    const failure = this.failure?.hash === this.latestHash ? this.failure : undefined;
+    const hold = (c: DeclaredCondition): DeclaredCondition => {
+      if (!c.live || c.status !== 'True') return c;
+      if (!failure) return { type: c.type, status: 'Unknown', reason: 'Pending', message: 'waiting for the configuration to be deployed to every instance', live: true };
+      return { type: c.type, status: 'False', reason: failure.reason, message: failure.message, live: true };
+    };
+    const served = status.served === true ? liveHeld?.status.served === true : status.served;
+    return {
+      ...status,
+      ...(served !== undefined && { served }),
+      conditions: status.conditions.map(hold),
+      entries: status.entries.map((e) => ({ ...e, conditions: e.conditions.map(hold) })),
+    };
+  }
+}
+
+/** Whether deployments decide part of the status: live conditions, or being served. */
+function isGated(status: ObjectStatus): boolean {
+  return status.served === true || status.conditions.some((c) => c.live) || status.entries.some((e) => e.conditions.some((c) => c.live));
+}
