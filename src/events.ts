@@ -130,6 +130,10 @@ export type ControllerEvent =
   | { type: 'InstanceDeployed'; deployment: Deployment; result: InstanceResult }
   | { type: 'InstanceDeployFailed'; deployment: Deployment; result: InstanceResult }
   | { type: 'DeploymentCompleted'; deployment: Deployment; results: readonly InstanceResult[]; durationMs: number }
+  /** The leader wrote an object's status (`fields`: the status fields it changed). */
+  | { type: 'StatusWritten'; object: ObjectRef; fields: readonly string[] }
+  /** Writing an object's status failed; it is tried again after `retryInMs` (0: not again, e.g. the object is gone). */
+  | { type: 'StatusWriteFailed'; object: ObjectRef; status: number; message: string; retryInMs: number }
   /** A target haprx runs itself (local mode's haproxy) stopped on its own; it is being restarted. */
   | { type: 'TargetDown'; endpoint: Endpoint; cause: string }
   /** That target runs again, with the last configuration it had taken. */

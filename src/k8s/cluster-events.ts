@@ -1,5 +1,14 @@
 import type { ControllerEvent } from '../events.ts';
 
+/** The object an Event is about (events.k8s.io/v1 `regarding`). */
+export interface ObjectReference {
+  apiVersion?: string;
+  kind: string;
+  namespace?: string;
+  name: string;
+  uid?: string;
+}
+
 /** A Kubernetes Event to report, before it is addressed and rate-limited. */
 export interface ClusterEvent {
   type: 'Normal' | 'Warning';
@@ -8,6 +17,8 @@ export interface ClusterEvent {
   action: string;
   /** At most 1024 bytes (the API's limit). */
   note: string;
+  /** The object it is about, when not the recorder's own (e.g. an Ingress the render skipped). */
+  regarding?: ObjectReference;
 }
 
 const NOTE_LIMIT = 1024;
@@ -145,7 +156,9 @@ export class EventLimiter {
   }
 
   static keyOf(event: ClusterEvent): string {
-    return `${event.type}\u0000${event.reason}\u0000${event.note}`;
+    const r = event.regarding;
+    const about = r ? `${r.kind}\u0000${r.namespace ?? ''}\u0000${r.name}\u0000${r.uid ?? ''}` : '';
+    return `${event.type}\u0000${event.reason}\u0000${event.note}\u0000${about}`;
   }
 
   offer(event: ClusterEvent, now: number): LimitDecision {

@@ -1,19 +1,17 @@
 import type { KubeApi } from './api.ts';
-import { type ClusterEvent, type EventLimits, EventLimiter } from './cluster-events.ts';
+import { type ClusterEvent, type EventLimits, EventLimiter, type ObjectReference } from './cluster-events.ts';
 import { microTime } from './leader-election.ts';
 
-export interface ObjectReference {
-  apiVersion: string;
-  kind: string;
-  namespace?: string;
-  name: string;
-  uid?: string;
-}
+export type { ObjectReference } from './cluster-events.ts';
 
 export interface EventRecorderOptions {
-  /** Where the Events are created: the namespace of the object they regard. */
+  /** Where the Events about `regarding` are created: its namespace. */
   namespace: string;
-  /** The object the Events are about (the controller ConfigMap); read at each event, as its uid becomes known. */
+  /**
+   * The object the Events are about (the controller ConfigMap) unless an event names
+   * its own; read at each event, as its uid becomes known. An event that names its
+   * own object is created in that object's namespace (`default` for one without).
+   */
   regarding: () => ObjectReference;
   /** This replica, e.g. its pod name. */
   reportingInstance: string;
@@ -28,6 +26,7 @@ export interface EventRecorderOptions {
 
 interface Written {
   name: string;
+  namespace: string;
   body: Record<string, unknown>;
 }
 
@@ -111,12 +110,14 @@ export class EventRecorder {
   }
 
   private async create(key: string, event: ClusterEvent, at: number): Promise<void> {
-    const regarding = this.options.regarding();
-    const name = `${regarding.name}.${(BigInt(at) * 1_000_000n + BigInt(this.sequence++ % 1_000_000)).toString(16)}`;
+    const regarding = event.regarding ?? this.options.regarding();
+    const namespace = event.regarding ? (event.regarding.namespace ?? 'default') : this.options.namespace;
+    // An Event's name is the object's and a unique suffix, within the 253 characters a name may have.
+    const name = `${regarding.name.slice(0, 200)}.${(BigInt(at) * 1_000_000n + BigInt(this.sequence++ % 1_000_000)).toString(16)}`;
     const body: Record<string, unknown> = {
       apiVersion: 'events.k8s.io/v1',
       kind: 'Event',
-      metadata: { name, namespace: this.options.namespace },
+      metadata: { name, namespace },
       eventTime: microTime(at),
       reportingController: this.options.reportingController ?? 'haprx',
       reportingInstance: this.options.reportingInstance.slice(0, 128),
@@ -126,15 +127,15 @@ export class EventRecorder {
       note: event.note,
       regarding,
     };
-    const result = await this.api.request<Record<string, unknown>>('POST', { apiVersion: 'events.k8s.io/v1', resource: 'events', namespace: this.options.namespace }, { body, timeoutMs: this.timeoutMs });
-    if (result.ok) this.written.set(key, { name, body: result.body });
+    const result = await this.api.request<Record<string, unknown>>('POST', { apiVersion: 'events.k8s.io/v1', resource: 'events', namespace }, { body, timeoutMs: this.timeoutMs });
+    if (result.ok) this.written.set(key, { name, namespace, body: result.body });
     else this.options.onNotice?.(`cannot create the ${event.reason} Event: ${result.message}`);
   }
 
   private async updateSeries(key: string, count: number, lastObservedAt: number): Promise<void> {
     const written = this.written.get(key);
     if (!written) return;
-    const ref = { apiVersion: 'events.k8s.io/v1', resource: 'events', namespace: this.options.namespace, name: written.name };
+    const ref = { apiVersion: 'events.k8s.io/v1', resource: 'events', namespace: written.namespace, name: written.name };
     const series = { count, lastObservedTime: microTime(lastObservedAt) };
     const timeoutMs = this.timeoutMs;
     let result = await this.api.request<Record<string, unknown>>('PUT', ref, { body: { ...written.body, series }, timeoutMs });
@@ -142,7 +143,7 @@ export class EventRecorder {
       const fresh = await this.api.request<Record<string, unknown>>('GET', ref, { timeoutMs });
       if (fresh.ok) result = await this.api.request<Record<string, unknown>>('PUT', ref, { body: { ...fresh.body, series }, timeoutMs });
     }
-    if (result.ok) this.written.set(key, { name: written.name, body: result.body });
+    if (result.ok) this.written.set(key, { name: written.name, namespace: written.namespace, body: result.body });
     else {
       // Gone (the API server expires Events) or failing: repeats are only counted until the aggregation window ends, then a new Event is created.
       this.written.delete(key);

@@ -1,4 +1,4 @@
-import type { ControllerEvent, Deployment, InstanceResult, RenderWarning } from '../events.ts';
+import type { ControllerEvent, Deployment, InstanceResult, ObjectRef, RenderWarning } from '../events.ts';
 
 export type LogLevel = 'debug' | 'info' | 'warn' | 'error';
 
@@ -107,7 +107,19 @@ export function logLine(event: ControllerEvent): LogLine {
         msg: `stage ${event.stage} failed: ${firstLine(event.message)}; the graph restarts in ${event.restartInMs} ms (failure ${event.failures}), the last good configuration stays live`,
         fields: { stage: event.stage, failures: event.failures, restartInMs: event.restartInMs },
       };
+    case 'StatusWritten':
+      return { level: 'debug', msg: `status of ${objectLabel(event.object)} written (${event.fields.join(', ')})`, fields: { object: objectLabel(event.object) } };
+    case 'StatusWriteFailed':
+      return {
+        level: 'warn',
+        msg: `cannot write the status of ${objectLabel(event.object)}: ${firstLine(event.message)}${event.retryInMs > 0 ? `; trying again in ${event.retryInMs} ms` : ''}`,
+        fields: { object: objectLabel(event.object), status: event.status, retryInMs: event.retryInMs },
+      };
   }
+}
+
+function objectLabel(ref: ObjectRef): string {
+  return `${ref.kind ?? 'Object'} ${ref.namespace ? `${ref.namespace}/` : ''}${ref.name}`;
 }
 
 /** Messages can carry a quoted line of input after the first; a log line keeps only the first. */

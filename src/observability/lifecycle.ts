@@ -120,6 +120,8 @@ export class ReconcileLifecycle {
       case 'SourceProblem':
       case 'TargetDown':
       case 'TargetRestarted':
+      case 'StatusWritten':
+      case 'StatusWriteFailed':
         return step;
       case 'ReconcileTriggered': {
         const entry: OpenReconcile = { key: this.key(event.reconcile.seq), generation: this.generation, reconcile: event.reconcile, stage: 'rendering', stageSince: now };

@@ -22,6 +22,8 @@ export const EVENT_TYPES: readonly ControllerEvent['type'][] = [
   'TargetRestarted',
   'LeadershipLost',
   'StageFailed',
+  'StatusWritten',
+  'StatusWriteFailed',
 ];
 const CAUSES: readonly ReconcileCause['reason'][] = ['resources', 'config', 'drift', 'endpoints', 'leader'];
 const DEPLOY_REASONS: readonly DeployRequest['reason'][] = ['change', 'drift', 'endpoints', 'leader', 'retry', 'credentials'];

@@ -43,12 +43,12 @@ export class StatusBook {
   apply(event: ControllerEvent): string[] {
     switch (event.type) {
       case 'Rendered':
-        this.declare(event.config.hash, event.statuses ?? []);
+        this.take(event.config.hash, event.statuses ?? []);
         if (this.failure && this.failure.hash !== event.config.hash) this.failure = undefined;
         break;
       case 'RenderUnchanged':
         if (event.statuses === undefined) return [];
-        this.declare(event.hash, event.statuses);
+        this.take(event.hash, event.statuses);
         break;
       case 'ValidationFailed': {
         const [first] = event.problems;
@@ -95,7 +95,7 @@ export class StatusBook {
     return [...this.latest.keys()].map((k) => this.composed(k)!);
   }
 
-  private declare(hash: string, statuses: readonly ObjectStatus[]): void {
+  private take(hash: string, statuses: readonly ObjectStatus[]): void {
     const declared = new Map(statuses.map((status) => [statusKey(status.ref), { status, text: JSON.stringify(status) }]));
     this.latest = declared;
     this.latestHash = hash;

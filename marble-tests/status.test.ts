@@ -1,0 +1,144 @@
+import assert from 'node:assert/strict';
+import { describe, it } from 'node:test';
+import { type Observable, Subject, delay, map, merge, tap } from 'rxjs';
+import type { ControllerEvent, InstanceResult } from '../src/events.ts';
+import type { KubeObject, ResourceChange } from '../src/k8s/resource.ts';
+import type { ObjectStatus } from '../src/status/types.ts';
+import { type PatchAnswer, type StatusEvent, type StatusTarget, statusWriter } from '../streams/status.ts';
+import { configNamed, marbles, reconcileNo } from './helpers.ts';
+
+const GW = 'gateway.networking.k8s.io/v1';
+const sets = new Map([['gateways', { apiVersion: GW, resource: 'gateways' }]]);
+
+const gatewayObject = (name: string, status?: Record<string, unknown>, rv = '1', generation = 1): KubeObject => ({
+  apiVersion: GW,
+  kind: 'Gateway',
+  metadata: { name, namespace: 'shop', resourceVersion: rv, generation },
+  spec: {},
+  ...(status && { status }),
+});
+const declared = (name: string, generation = 1): ObjectStatus => ({
+  ref: { apiVersion: GW, kind: 'Gateway', namespace: 'shop', name },
+  generation,
+  conditions: [
+    { type: 'Accepted', status: 'True', reason: 'Accepted', message: '' },
+    { type: 'Programmed', status: 'True', reason: 'Programmed', message: '', live: true },
+  ],
+  fields: {},
+  entries: [],
+});
+const rendered = (label: string, ...statuses: ObjectStatus[]): ControllerEvent => ({ type: 'Rendered', reconcile: reconcileNo(1), config: configNamed(label), durationMs: 0, statuses });
+const ok: InstanceResult = { endpoint: { id: 'haproxy-0', address: 'x' }, ok: true, reloaded: true, runtimeOps: 0, durationMs: 1 };
+const deployed = (label: string): ControllerEvent => ({
+  type: 'DeploymentCompleted',
+  deployment: { id: 1, reconcile: reconcileNo(1), config: configNamed(label), endpoints: [], reason: 'change', queuedAt: 0, startedAt: 0 },
+  results: [ok],
+  durationMs: 1,
+});
+const upsert = (object: KubeObject): ResourceChange => ({ type: 'upsert', resource: 'gateways', object });
+
+/** A fake API: the objects, merge-patched on /status, answering after `latency` (or with the next queued failure). */
+function fakeApi(cold: (marbles: string, values: Record<string, PatchAnswer>) => Observable<PatchAnswer>, latency = '10ms') {
+  const objects = new Map<string, KubeObject>();
+  const failures: PatchAnswer[] = [];
+  const calls: { name: string; body: Record<string, unknown> }[] = [];
+  let rv = 100;
+  return {
+    objects,
+    failures,
+    calls,
+    patch(target: StatusTarget, body: Record<string, unknown>): Observable<PatchAnswer> {
+      calls.push({ name: target.name, body });
+      const failure = failures.shift();
+      if (failure) return cold(`${latency} (a|)`, { a: failure });
+      const current = objects.get(target.name)!;
+      const next = { ...current, metadata: { ...current.metadata, resourceVersion: String(++rv) }, status: { ...(current.status as object), ...(body.status as object) } };
+      objects.set(target.name, next);
+      return cold(`${latency} (a|)`, { a: { ok: true, object: next } });
+    },
+  };
+}
+
+const label = map((e: StatusEvent) => (e.type === 'StatusWritten' ? `w:${e.object.name}:${e.fields.join('+')}` : `f:${e.object.name}:${e.status}:${e.retryInMs}`));
+const statusOf = (api: ReturnType<typeof fakeApi>, name: string, type: string) =>
+  ((api.objects.get(name)?.status as { conditions?: { type: string; status: string }[] } | undefined)?.conditions ?? []).find((c) => c.type === type)?.status;
+
+describe('statusWriter', () => {
+  it('writes only while leading, and Programmed once the configuration is deployed', () => {
+    marbles().run(({ cold, hot, expectObservable, flush }) => {
+      const api = fakeApi(cold);
+      api.objects.set('edge', gatewayObject('edge'));
+      const observed$ = hot<ResourceChange>('a', { a: upsert(gatewayObject('edge')) });
+      const events$ = hot<ControllerEvent>('-r 99ms d', { r: rendered('one', declared('edge')), d: deployed('one') });
+      const leader$ = hot<boolean>('f 49ms t', { f: false, t: true });
+      const out = statusWriter({ events$, observed$, leader$, addresses$: hot('u', { u: undefined }) }, { patch: (t, b) => api.patch(t, b), sets });
+      // The deployment at 101ms waits for the minimum interval after the first write.
+      expectObservable(out.pipe(label)).toBe('60ms a 59ms b', { a: 'w:edge:conditions', b: 'w:edge:conditions' });
+      flush();
+      assert.equal(statusOf(api, 'edge', 'Programmed'), 'True');
+      assert.equal(api.calls.length, 2);
+      assert.deepEqual((api.calls[0]!.body.metadata as { resourceVersion: string }).resourceVersion, '1', 'the resourceVersion seen is the precondition');
+    });
+  });
+
+  it('starts writes minIntervalMs apart, puts back what someone else changed, and writes nothing for its own echo', () => {
+    marbles().run(({ cold, hot, expectObservable, flush }) => {
+      const api = fakeApi(cold);
+      for (const n of ['a', 'b', 'c']) api.objects.set(n, gatewayObject(n));
+      // The watch: the objects, someone removing a's conditions at 305ms, and the echo of every write 5 ms after it.
+      const echoes$ = new Subject<ResourceChange>();
+      const observed$ = merge(
+        hot<ResourceChange>('(abc) 300ms e', {
+          a: upsert(gatewayObject('a')),
+          b: upsert(gatewayObject('b')),
+          c: upsert(gatewayObject('c')),
+          e: upsert(gatewayObject('a', { conditions: [] }, '999')),
+        }),
+        echoes$.pipe(delay(5)),
+      );
+      const patch = (t: StatusTarget, b: Record<string, unknown>) => api.patch(t, b).pipe(tap((answer) => answer.ok && echoes$.next(upsert(answer.object))));
+      const events$ = hot<ControllerEvent>('-r', { r: rendered('one', declared('a'), declared('b'), declared('c')) });
+      const out = statusWriter({ events$, observed$, leader$: hot('t', { t: true }), addresses$: hot('u', { u: undefined }) }, { patch, sets });
+      expectObservable(out.pipe(label)).toBe('11ms a 59ms b 59ms c 183ms d', { a: 'w:a:conditions', b: 'w:b:conditions', c: 'w:c:conditions', d: 'w:a:conditions' });
+      flush();
+      assert.equal(api.calls.length, 4);
+    });
+  });
+
+  it('tries again after a conflict, with a backoff that doubles, and forgets an object that is gone', () => {
+    marbles().run(({ cold, hot, expectObservable, flush }) => {
+      const api = fakeApi(cold);
+      api.objects.set('edge', gatewayObject('edge'));
+      api.objects.set('gone', gatewayObject('gone'));
+      api.failures.push({ ok: false, status: 409, message: 'conflict' }, { ok: false, status: 409, message: 'conflict' });
+      const observed$ = hot<ResourceChange>('(ab)', { a: upsert(gatewayObject('edge')), b: upsert(gatewayObject('gone')) });
+      const events$ = hot<ControllerEvent>('r', { r: rendered('one', declared('edge')) });
+      const out = statusWriter({ events$, observed$, leader$: hot('t', { t: true }), addresses$: hot('u', { u: undefined }) }, { patch: (t, b) => api.patch(t, b), sets }, { retryMs: 100 });
+      // 10ms: conflict, again in 100 ms; 120ms: conflict, again in 200 ms; 330ms: written.
+      expectObservable(out.pipe(label)).toBe('10ms a 109ms b 209ms c', { a: 'f:edge:409:100', b: 'f:edge:409:200', c: 'w:edge:conditions' });
+      flush();
+      assert.equal(statusOf(api, 'edge', 'Accepted'), 'True');
+    });
+    marbles().run(({ cold, hot, expectObservable }) => {
+      const api = fakeApi(cold);
+      api.objects.set('edge', gatewayObject('edge'));
+      api.failures.push({ ok: false, status: 500, message: 'boom' });
+      const observed$ = hot<ResourceChange>('a 50ms d', { a: upsert(gatewayObject('edge')), d: { type: 'delete', resource: 'gateways', object: gatewayObject('edge') } });
+      const events$ = hot<ControllerEvent>('r', { r: rendered('one', declared('edge')) });
+      const out = statusWriter({ events$, observed$, leader$: hot('t', { t: true }), addresses$: hot('u', { u: undefined }) }, { patch: (t, b) => api.patch(t, b), sets }, { retryMs: 100 });
+      // Deleted while waiting for its retry: never tried again.
+      expectObservable(out.pipe(label), '^ 1s !').toBe('10ms a', { a: 'f:edge:500:100' });
+    });
+  });
+
+  it('leaves an object alone while the cluster has a newer generation than the render that declared it', () => {
+    marbles().run(({ cold, hot, expectObservable }) => {
+      const api = fakeApi(cold);
+      api.objects.set('edge', gatewayObject('edge', undefined, '5', 2));
+      const observed$ = hot<ResourceChange>('a', { a: upsert(gatewayObject('edge', undefined, '5', 2)) });
+      const events$ = hot<ControllerEvent>('r 50ms s', { r: rendered('one', declared('edge', 1)), s: rendered('two', declared('edge', 2)) });
+      const out = statusWriter({ events$, observed$, leader$: hot('t', { t: true }), addresses$: hot('u', { u: undefined }) }, { patch: (t, b) => api.patch(t, b), sets });
+      expectObservable(out.pipe(label), '^ 1s !').toBe('61ms a', { a: 'w:edge:conditions' });
+    });
+  });
+});

@@ -1,0 +1,86 @@
+import assert from 'node:assert/strict';
+import { describe, it } from 'node:test';
+import type { ControllerEvent, InstanceResult } from '../../src/events.ts';
+import { StatusBook } from '../../src/status/book.ts';
+import type { ObjectStatus } from '../../src/status/types.ts';
+import { configNamed, reconcileNo } from '../../marble-tests/helpers.ts';
+
+const gateway = (generation: number, extra: Partial<ObjectStatus> = {}): ObjectStatus => ({
+  ref: { kind: 'Gateway', namespace: 'shop', name: 'edge' },
+  generation,
+  conditions: [
+    { type: 'Accepted', status: 'True', reason: 'Accepted', message: '' },
+    { type: 'Programmed', status: 'True', reason: 'Programmed', message: 'served', live: true },
+  ],
+  fields: {},
+  entries: [],
+  ...extra,
+});
+const ingress = (generation: number): ObjectStatus => ({ ref: { kind: 'Ingress', namespace: 'shop', name: 'web' }, generation, served: true, conditions: [], fields: {}, entries: [] });
+
+const rendered = (label: string, statuses: ObjectStatus[]): ControllerEvent => ({ type: 'Rendered', reconcile: reconcileNo(1), config: configNamed(label), durationMs: 1, statuses });
+const unchanged = (label: string, statuses: ObjectStatus[]): ControllerEvent => ({ type: 'RenderUnchanged', reconcile: reconcileNo(1), hash: configNamed(label).hash, durationMs: 1, statuses });
+const result = (ok: boolean): InstanceResult => ({ endpoint: { id: 'haproxy-0', address: 'x' }, ok, reloaded: true, runtimeOps: 0, durationMs: 1, ...(!ok && { error: 'connection refused\nmore' }) });
+const deployed = (label: string, ok = true): ControllerEvent => {
+  const deployment = { id: 1, reconcile: reconcileNo(1), config: configNamed(label), endpoints: [], reason: 'change' as const, queuedAt: 0, startedAt: 0 };
+  return { type: 'DeploymentCompleted', deployment, results: [result(ok)], durationMs: 1 };
+};
+const programmed = (book: StatusBook, key = 'Gateway shop/edge') => book.composed(key)?.conditions.find((c) => c.type === 'Programmed');
+
+describe('StatusBook', () => {
+  it('holds Programmed back until the configuration that declared it is deployed to every instance', () => {
+    const book = new StatusBook();
+    assert.deepEqual(book.apply(rendered('a', [gateway(1)])), ['Gateway shop/edge']);
+    assert.deepEqual(programmed(book), { type: 'Programmed', status: 'Unknown', reason: 'Pending', message: 'waiting for the configuration to be deployed to every instance', live: true });
+    assert.equal(book.composed('Gateway shop/edge')?.conditions[0]?.status, 'True', 'Accepted is not held back');
+    assert.deepEqual(book.apply(deployed('a')), ['Gateway shop/edge']);
+    assert.equal(programmed(book)?.status, 'True');
+    assert.deepEqual(book.apply(deployed('a')), [], 'the same again changes nothing');
+  });
+
+  it('says why when the deployment failed or haproxy refused the configuration, and recovers', () => {
+    const book = new StatusBook();
+    book.apply(rendered('a', [gateway(1)]));
+    book.apply(deployed('a', false));
+    assert.deepEqual(programmed(book), { type: 'Programmed', status: 'False', reason: 'Pending', message: 'the configuration is not live on every instance: haproxy-0: connection refused', live: true });
+    book.apply(deployed('a'));
+    assert.equal(programmed(book)?.status, 'True');
+    // A new generation whose configuration haproxy refuses: the old configuration stays live, the new one is Invalid.
+    book.apply(rendered('b', [gateway(2)]));
+    book.apply({ type: 'ValidationFailed', reconcile: reconcileNo(2), config: configNamed('b'), problems: [{ file: 'haproxy.cfg', line: 3, message: 'unknown keyword\nmore' }], durationMs: 1 });
+    assert.deepEqual(programmed(book), { type: 'Programmed', status: 'False', reason: 'Invalid', message: 'haproxy refused the configuration, the last good one stays live: haproxy.cfg:3: unknown keyword', live: true });
+    book.apply(rendered('c', [gateway(3)]));
+    assert.equal(programmed(book)?.status, 'Unknown');
+    book.apply(deployed('c'));
+    assert.equal(programmed(book)?.status, 'True');
+  });
+
+  it('keeps an object that a newer render did not change live, and one whose declaration changed without the configuration', () => {
+    const book = new StatusBook();
+    const other = gateway(1, { ref: { kind: 'Gateway', namespace: 'shop', name: 'other' } });
+    book.apply(rendered('a', [gateway(1), other]));
+    book.apply(deployed('a'));
+    // Only edge changes in b; other is as it was, and stays Programmed while b is deployed.
+    assert.deepEqual(book.apply(rendered('b', [gateway(2), other])), ['Gateway shop/edge']);
+    assert.equal(programmed(book, 'Gateway shop/other')?.status, 'True');
+    assert.equal(programmed(book)?.status, 'Unknown');
+    book.apply(deployed('b'));
+    // A generation bump that changes no configuration: the render is unchanged, and what runs serves it.
+    book.apply(unchanged('b', [gateway(3), other]));
+    assert.equal(programmed(book)?.status, 'True');
+    assert.equal(book.composed('Gateway shop/edge')?.generation, 3);
+  });
+
+  it('serves a new Ingress once deployed, and an updated one meanwhile; forgets objects no longer declared', () => {
+    const book = new StatusBook();
+    book.apply(rendered('a', [ingress(1)]));
+    assert.equal(book.composed('Ingress shop/web')?.served, false);
+    book.apply(deployed('a'));
+    assert.equal(book.composed('Ingress shop/web')?.served, true);
+    book.apply(rendered('b', [ingress(2)]));
+    assert.equal(book.composed('Ingress shop/web')?.served, true, 'what runs still serves it');
+    assert.deepEqual(book.apply(rendered('c', [])), ['Ingress shop/web']);
+    assert.equal(book.composed('Ingress shop/web'), undefined);
+    assert.equal(book.size, 0);
+  });
+});
