@@ -1,4 +1,4 @@
-import { EMPTY, type Observable, type SchedulerLike, Subject, asyncScheduler, connect, defer, filter, map, merge, of, share, tap } from 'rxjs';
+import { EMPTY, type Observable, type SchedulerLike, Subject, asyncScheduler, connect, defer, filter, ignoreElements, map, merge, of, share, tap } from 'rxjs';
 import { type BackoffOptions, RETRY_BACKOFF } from '../src/backoff.ts';
 import type { ControllerConfig } from '../src/config/controller-config.ts';
 import type { ControllerEvent, Endpoint, InstanceOutcome, Deployment, Reconcile, ValidatedEvent } from '../src/events.ts';
@@ -12,7 +12,9 @@ import { whileLeader } from './leadership.ts';
 import { stageName, supervise } from './operators/supervise.ts';
 import { type RenderOutcome, type Verdict, render, renderedOnly } from './render.ts';
 import { instanceRetries } from './retry.ts';
+import { type ObjectWarningEvent, objectWarnings } from './object-warnings.ts';
 import { schedule } from './schedule.ts';
+import { type StatusDeps, type StatusInputs, type StatusOptions, statusWriter } from './status.ts';
 import { applyToStores } from './stores.ts';
 import { trigger } from './trigger.ts';
 import { type ValidateOutcome, validate } from './validate.ts';
@@ -131,4 +133,18 @@ export function graph(settings: GraphSettings, deps: GraphDeps): Observable<Cont
     );
   });
   return supervise(run$, { stage: 'graph', ...retrying });
+}
+
+export interface FeedbackDeps extends StatusDeps {
+  /** Records a Warning Event on the object it is about (rate-limited by the recorder). */
+  warn(event: ObjectWarningEvent): void;
+}
+
+/**
+ * What the render decided about each object, back to the cluster, as consumers of
+ * the controller's events: each object's status (statusWriter) and Warning Events
+ * on the objects skipped or partly applied (objectWarnings), both leader only.
+ */
+export function feedback(inputs: StatusInputs, deps: FeedbackDeps, options: StatusOptions = {}): Observable<ControllerEvent> {
+  return merge(statusWriter(inputs, deps, options), objectWarnings(inputs.events$, inputs.leader$).pipe(tap(deps.warn), ignoreElements()));
 }

@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { hostname } from 'node:os';
 import { parseArgs } from 'node:util';
-import { BehaviorSubject, type MonoTypeOperatorFunction, NEVER, Observable, Subject, type Subscription, combineLatest, distinctUntilChanged, map, merge, of, tap } from 'rxjs';
+import { BehaviorSubject, type MonoTypeOperatorFunction, NEVER, Observable, Subject, type Subscription, combineLatest, distinctUntilChanged, map, of, tap } from 'rxjs';
 import type { ControllerConfig } from '../config/controller-config.ts';
 import { DEFAULT_SETTINGS } from '../config/controller-config.ts';
 import type { RawConfig } from '../config/template-dir.ts';
@@ -13,11 +13,10 @@ import { KubeApi, loadKubeConfig } from '../k8s/api.ts';
 import { type EventLimits, clusterEventFor } from '../k8s/cluster-events.ts';
 import type { CredentialsResult } from '../k8s/credentials.ts';
 import { EventRecorder } from '../k8s/event-recorder.ts';
-import { IngressStatusWriter, isIngressSet } from '../k8s/ingress-status.ts';
 import { DEFAULT_LEASE_TIMINGS, LeaderElector, type LeaseTimings } from '../k8s/leader-election.ts';
 import type { ListWatchOptions } from '../k8s/list-watch.ts';
 import type { ResourceChange } from '../k8s/resource.ts';
-import { controllerConfigSource, credentialsSource, haproxyEndpoints, kubeChanges, serviceAddressSource } from '../k8s/sources.ts';
+import { controllerConfigSource, credentialsSource, haproxyEndpoints, kubeChanges } from '../k8s/sources.ts';
 import { startObservability } from '../observability/index.ts';
 import { Admission } from '../webhook/admission.ts';
 import { startWebhook } from '../webhook/index.ts';
@@ -28,6 +27,7 @@ import { isLoopback, parsePort } from './args.ts';
 import { loadControllerConfig } from './load-config.ts';
 import type { Command } from './main.ts';
 import { reportStrayErrors } from './guard.ts';
+import { clusterFeedback, objectEventRecorder } from './feedback.ts';
 import { type RenderBasis, controllerGraph } from './wiring.ts';
 
 /** What a target is made from: the endpoint's address and the Secret's credentials. */
@@ -69,6 +69,10 @@ export interface InClusterOptions {
   drainTimeoutMs?: number;
   listWatch?: ListWatchOptions;
   eventLimits?: Partial<EventLimits>;
+  /** Limits of the Warning Events on the objects the render skipped. */
+  objectEventLimits?: Partial<EventLimits>;
+  /** Status writes start at least this far apart (default 50 ms). */
+  statusIntervalMs?: number;
   observer?: RunObserver;
   onNotice?: (notice: Notice) => void;
   /** Told what each graph renders with, so that admission reviews render the same. */
@@ -76,7 +80,7 @@ export interface InClusterOptions {
 }
 
 export interface RunningController {
-  /** Whether this replica leads (and so deploys and writes Ingress status). */
+  /** Whether this replica leads (and so deploys, writes status and reports on objects). */
   readonly leader$: Observable<boolean>;
   /**
    * Stops: no new deployment starts, the one in flight finishes or is aborted after
@@ -88,8 +92,8 @@ export interface RunningController {
 /**
  * The in-cluster controller: the same graph as `haprx local`, with the Kubernetes
  * source, the HAProxy pods as endpoints, the Data Plane targets and the leader
- * election, and the cluster feedback (Events, Ingress status) as consumers of the
- * event stream.
+ * election, and the cluster feedback (Events, each object's status, Warning Events on
+ * the objects the render skipped) as consumers of the event stream.
  */
 export function startInCluster(options: InClusterOptions): RunningController {
   const { api, namespace, identity } = options;
@@ -122,6 +126,7 @@ export function startInCluster(options: InClusterOptions): RunningController {
     ...(options.eventLimits && { limits: options.eventLimits }),
     onNotice: (message) => notice({ level: 'warn', message }),
   });
+  const objectEvents = objectEventRecorder(api, { identity, ...(options.objectEventLimits && { limits: options.objectEventLimits }), onNotice: (message) => notice({ level: 'warn', message }) });
 
   // One target per HAProxy pod, kept across deployments and configurations (a target
   // remembers what its instance runs); replaced when the pod's address or incarnation
@@ -200,10 +205,14 @@ export function startInCluster(options: InClusterOptions): RunningController {
       observer?.setControllerConfig?.(loaded.config);
       const haproxy = loaded.config.settings.haproxy ?? DEFAULT_SETTINGS.haproxy!;
       const podNamespace = haproxy.namespace ?? namespace;
-      const ingressSets = new Set(loaded.config.watch.filter(isIngressSet).map((w) => w.name));
-      const writer = haproxy.service && ingressSets.size > 0 ? new IngressStatusWriter(api, { ingressSets, onNotice: (message) => notice({ level: 'warn', message }) }) : undefined;
-      let changes$ = kubeChanges(api, loaded.config.watch, lw);
-      if (writer) changes$ = changes$.pipe(tap((change) => writer.onChange(change)));
+      const feedback = clusterFeedback(api, loaded, {
+        leader$,
+        ...(haproxy.service && { service: { namespace: podNamespace, name: haproxy.service } }),
+        recorder: objectEvents,
+        listWatch: lw,
+        ...(options.statusIntervalMs !== undefined && { minIntervalMs: options.statusIntervalMs }),
+      });
+      let changes$ = kubeChanges(api, loaded.config.watch, lw).pipe(feedback.observe);
       if (observer?.trackResources) changes$ = changes$.pipe(observer.trackResources());
       const graph$ = controllerGraph(loaded, {
         changes: () => changes$,
@@ -221,18 +230,7 @@ export function startInCluster(options: InClusterOptions): RunningController {
         credentials$: credentialsLoaded$,
         ...(options.admission && { onRender: ({ loaded: l, values, resources }: RenderBasis) => options.admission!.setBasis({ config: l.config, templates: l.templates, values, resources }) }),
       });
-      if (!writer) return graph$;
-      const status$ = new Observable<never>(() => {
-        const subs = [
-          serviceAddressSource(api, podNamespace, haproxy.service!, lw).subscribe((addresses) => writer.setAddresses(addresses)),
-          leader$.subscribe((leader) => writer.setLeader(leader)),
-        ];
-        return () => {
-          for (const s of subs) s.unsubscribe();
-          writer.stop();
-        };
-      });
-      return merge(graph$, status$);
+      return feedback.attach(graph$);
     },
   });
 
@@ -275,7 +273,7 @@ export function startInCluster(options: InClusterOptions): RunningController {
         for (const s of subscriptions) s.unsubscribe();
         await elector.stop();
         // Pending Event series are worth a moment, not a missed grace period.
-        await Promise.race([recorder.stop(), new Promise((resolve) => setTimeout(resolve, 2_000).unref())]);
+        await Promise.race([Promise.all([recorder.stop(), objectEvents.stop()]), new Promise((resolve) => setTimeout(resolve, 2_000).unref())]);
         const closing = [...targets.values()].map((t) => t.target.close?.().catch(() => undefined));
         targets.clear();
         await Promise.all(closing);
@@ -312,8 +310,9 @@ export const runCommand: Command = {
 Runs the controller until SIGTERM or SIGINT. The controller configuration (templates,
 watched resources, settings) is the ConfigMap; the Data Plane API credentials are the
 Secret; the HAProxy pods are found by settings.haproxy.podSelector. Every replica
-watches, renders and validates; the one holding the Lease deploys and writes Ingress
-status. On SIGTERM no new deployment starts, the one in flight finishes (or is
+watches, renders and validates; the one holding the Lease deploys, writes the status
+of the objects the templates declare (Ingress, GatewayClass, Gateway, HTTPRoute) and
+records Warning Events on the objects the render skips. On SIGTERM no new deployment starts, the one in flight finishes (or is
 aborted after --drain-timeout), and the lease is released.
 
 The API server is reached with --kubeconfig, else KUBECONFIG, else the pod's service

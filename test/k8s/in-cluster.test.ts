@@ -304,11 +304,13 @@ describe('in-cluster controller', () => {
 });
 
 describe('Ingress status', () => {
+  // The templates decide which Ingresses are served: all are watched, only class haprx is declared served.
   const ingressConfig = () =>
     controllerConfig({
+      template: `<% for (const ing of resources.ingresses.list()) if (ing.spec.ingressClassName === 'haprx') h.status(ing, { served: true }) %>global\n`,
       watch: [
         { name: 'services', apiVersion: 'v1', resource: 'services', namespace: 'apps' },
-        { name: 'ingresses', apiVersion: 'networking.k8s.io/v1', resource: 'ingresses', fieldSelector: 'spec.ingressClassName=haprx' },
+        { name: 'ingresses', apiVersion: 'networking.k8s.io/v1', resource: 'ingresses' },
       ],
       settings: { haproxy: { podSelector: 'app.kubernetes.io/name=haproxy', service: 'haproxy', dataplane: { container: 'dataplane', port: 5555 } } },
     });
