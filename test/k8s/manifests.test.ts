@@ -19,20 +19,23 @@ const allows = (rules: Rule[], group: string, resource: string, verb: string) =>
   rules.some((r) => r.apiGroups.includes(group) && r.resources.includes(resource) && r.verbs.includes(verb));
 
 describe('k8s/base manifests', () => {
-  it('let haprx run read its configuration, credentials, pods and Service, hold the Lease and write Events in its namespace', async () => {
-    const role = (await docs('k8s/base/rbac.yaml')).find((d) => d.kind === 'Role')!;
+  it('let haprx run read its configuration, credentials, pods and Service, hold the Lease in its namespace, and write Events', async () => {
+    const rbac = await docs('k8s/base/rbac.yaml');
+    const role = rbac.find((d) => d.kind === 'Role')!;
+    const clusterRole = rbac.find((d) => d.kind === 'ClusterRole')!;
     const needed: [string, string, string[]][] = [
       ['', 'configmaps', ['list', 'watch']],
       ['', 'secrets', ['list', 'watch']],
       ['', 'pods', ['list', 'watch']],
       ['', 'services', ['list', 'watch']],
       ['coordination.k8s.io', 'leases', ['get', 'create', 'update']],
-      ['events.k8s.io', 'events', ['create', 'update', 'get']],
     ];
     for (const [group, resource, verbs] of needed) for (const verb of verbs) assert.ok(allows(role.rules!, group, resource, verb), `${verb} ${resource}.${group}`);
+    // Events go to the namespace of the object they are about: anywhere.
+    for (const verb of ['create', 'update', 'get']) assert.ok(allows(clusterRole.rules!, 'events.k8s.io', 'events', verb), `${verb} events`);
   });
 
-  it('let haprx run list and watch every set the shipped templates watch (get and watch for one held on demand by name), and patch Ingress status', async () => {
+  it('let haprx run list and watch every set the shipped templates watch (get and watch for one held on demand by name), and patch the status they declare', async () => {
     const clusterRole = (await docs('k8s/base/rbac.yaml')).find((d) => d.kind === 'ClusterRole')!;
     type Watched = { apiVersion: string; resource: string; labelSelector?: string; referencedBy?: unknown[] };
     const watched = (parse(await readFile(new URL('templates/haprx.yaml', root), 'utf8')) as { watch: Watched[] }).watch;
@@ -41,7 +44,9 @@ describe('k8s/base manifests', () => {
       const byName = (w.referencedBy?.length ?? 0) > 0 && w.labelSelector === undefined;
       for (const verb of byName ? ['get', 'watch'] : ['list', 'watch']) assert.ok(allows(clusterRole.rules!, group, w.resource, verb), `${verb} ${w.resource}.${group}`);
     }
-    assert.ok(allows(clusterRole.rules!, 'networking.k8s.io', 'ingresses/status', 'patch'));
+    for (const [group, resource] of [['networking.k8s.io', 'ingresses'], ['gateway.networking.k8s.io', 'gatewayclasses'], ['gateway.networking.k8s.io', 'gateways'], ['gateway.networking.k8s.io', 'httproutes']]) {
+      assert.ok(allows(clusterRole.rules!, group!, `${resource}/status`, 'patch'), `patch ${resource}/status`);
+    }
   });
 
   it('run the controller with the variables it reads and a grace period above its drain bound', async () => {
