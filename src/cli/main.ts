@@ -14,6 +14,7 @@ const commands: Record<string, { summary: string; load: () => Promise<Command> }
   local: { summary: 'run the controller on a folder of manifests, driving a local haproxy', load: async () => (await import('./local.ts')).localCommand },
   render: { summary: 'render a folder of manifests once, to files', load: async () => (await import('./oneshot.ts')).renderCommand },
   validate: { summary: 'render a folder of manifests once and check it with haproxy -c', load: async () => (await import('./oneshot.ts')).validateCommand },
+  status: { summary: 'print the status haprx would write for each object of a folder of manifests', load: async () => (await import('./status-command.ts')).statusCommand },
   test: { summary: "run a template library's fixture tests", load: async () => (await import('./test-command.ts')).testCommand },
 };
 

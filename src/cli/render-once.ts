@@ -1,6 +1,7 @@
 import { lastValueFrom, takeWhile, toArray } from 'rxjs';
 import { readTemplateDir } from '../config/template-dir.ts';
-import type { RenderError } from '../events.ts';
+import type { RenderError, RenderWarning } from '../events.ts';
+import type { ObjectStatus } from '../status/types.ts';
 import type { ResourceChange } from '../k8s/resource.ts';
 import { Store } from '../k8s/store.ts';
 import { folderSource } from '../local/folder-source.ts';
@@ -10,7 +11,7 @@ import type { RenderedConfig } from '../templating/rendered.ts';
 import { loadControllerConfig } from './load-config.ts';
 
 export type RenderOnce =
-  | { ok: true; config: RenderedConfig; problems: string[] }
+  | { ok: true; config: RenderedConfig; problems: string[]; warnings: RenderWarning[]; statuses: ObjectStatus[] }
   | { ok: false; stage: 'config' | 'render'; message: string; problems: string[] };
 
 /** Loads templates and manifests once and renders them: the `render` and `validate` commands. */
@@ -39,7 +40,7 @@ export async function renderOnce(manifests: string, templates: string, values: R
   const result = renderTemplates(compiled, { resources: Object.fromEntries(stores), values: { ...config.values, ...values } });
   if (!result.ok) return { ok: false, stage: 'render', message: describeRenderError(result.error), problems };
   for (const w of result.warnings) problems.push(w.object ? `${w.object}: ${w.message}` : w.message);
-  return { ok: true, config: result.config, problems };
+  return { ok: true, config: result.config, problems, warnings: result.warnings, statuses: result.statuses };
 }
 
 export function describeRenderError(error: RenderError): string {

@@ -1,5 +1,7 @@
 import type { ControllerConfig } from '../config/controller-config.ts';
-import type { ControllerEvent, InstanceResult } from '../events.ts';
+import type { ControllerEvent, InstanceResult, RenderWarning } from '../events.ts';
+import { StatusBook } from '../status/book.ts';
+import { objectName } from '../status/print.ts';
 import { AUX_KINDS, type RenderedConfig, auxPath } from '../templating/rendered.ts';
 import type { LogLine } from './event-log.ts';
 import { parseFieldPath, selectPath } from './field-path.ts';
@@ -82,6 +84,9 @@ export class DebugState {
   private leader = true;
   private readonly down = new Map<string, { cause: string; since: number }>();
   private readonly startedAt: number;
+  /** What the templates declared about each object, as it would be written now. */
+  private readonly statuses = new StatusBook();
+  private warnings: readonly RenderWarning[] = [];
 
   constructor(options: DebugStateOptions) {
     this.options = options;
@@ -99,6 +104,9 @@ export class DebugState {
   record(event: ControllerEvent, line: LogLine, now: number, traceId?: string): void {
     this.recent.push({ at: new Date(now).toISOString(), type: event.type, level: line.level, msg: line.msg, fields: line.fields, ...(traceId && { traceId }) });
     if (this.recent.length > this.options.recentEvents) this.recent.splice(0, this.recent.length - this.options.recentEvents);
+    this.statuses.apply(event);
+    if (event.type === 'Rendered') this.warnings = event.warnings ?? [];
+    else if (event.type === 'RenderUnchanged' && event.warnings !== undefined) this.warnings = event.warnings;
     switch (event.type) {
       case 'ConfigAccepted':
         this.generation = event.generation;
@@ -232,6 +240,12 @@ export class DebugState {
         ...(this.lastDeployment && config && config.settings.driftIntervalMs > 0 && {
           driftRedeployDueAt: new Date(this.lastDeployment.startedAt + this.lastDeployment.durationMs + config.settings.driftIntervalMs).toISOString(),
         }),
+      },
+      // What the render made of each object: its status as haprx would write it (Programmed once
+      // deployed), and the warnings of the last render (objects skipped or partly applied).
+      objects: {
+        status: this.statuses.all().map((s) => ({ object: objectName(s.ref), ...s })),
+        warnings: this.warnings.map((w) => ({ ...w })),
       },
       events: [...this.recent],
     };

@@ -9,6 +9,7 @@ import { type Handler, json } from './http.ts';
 import { ReconcileLifecycle } from './lifecycle.ts';
 import type { Logger } from './logger.ts';
 import { ControllerMetrics } from './metrics.ts';
+import { NewWarnings } from './new-warnings.ts';
 import { SecretScrubber } from './redact.ts';
 import { ResourceCounter } from './resources.ts';
 import { EventTracer } from './tracing.ts';
@@ -74,6 +75,7 @@ export function createObserver(options: ObserverOptions): Observer {
     scrub,
   });
   const tracer = options.tracer && new EventTracer(options.tracer, scrub);
+  const newWarnings = new NewWarnings();
 
   const healthRoutes: Record<string, Handler> = {
     '/healthz': () => {
@@ -115,6 +117,12 @@ export function createObserver(options: ObserverOptions): Observer {
         debug.record(event, line, at, traceId);
         metrics.setReady(debug.readiness().ready);
         log[line.level]({ event: event.type, ...line.fields, ...(traceId && { trace_id: traceId }) }, line.msg);
+        // Each object that has just become skipped (or partly applied) gets a line of its own.
+        for (const w of newWarnings.take(event)) {
+          const where = w.template !== undefined ? `${w.template}${w.line !== undefined ? `:${w.line}` : ''}` : undefined;
+          const fields = { event: 'RenderWarning', ...(w.object !== undefined && { object: w.object }), ...(w.field !== undefined && { field: w.field }), ...(w.reason !== undefined && { reason: w.reason }), ...(where && { template: where }) };
+          log.warn(fields, scrub(w.object ? `${w.object}: ${w.message}` : w.message));
+        }
       } catch (err) {
         // Observability must never take the controller down.
         log.error({ err: (err as Error).message }, `observability failed on ${event.type}`);

@@ -39,7 +39,8 @@ describe('k8s/base/rbac.yaml', () => {
     controller = startController(double, 'replica-a', [], { statusIntervalMs: 5 });
     await until('status and Events written', () => {
       const gw = statusOf(double, GW, 'gateways', 'shop', 'edge');
-      return conditionOf(gw.conditions, 'Programmed')?.status === 'True' && parentSummary(double, 'shop', 'bad').length > 0 && double.list('events.k8s.io/v1', 'events', 'shop').length > 0;
+      const served = statusOf(double, 'networking.k8s.io/v1', 'ingresses', 'shop', 'mine').loadBalancer !== undefined;
+      return served && conditionOf(gw.conditions, 'Programmed')?.status === 'True' && parentSummary(double, 'shop', 'bad').length > 0 && double.list('events.k8s.io/v1', 'events', 'shop').length > 0;
     }, 15_000);
   });
   after(async () => {

@@ -9,6 +9,7 @@ import { before, describe, it } from 'node:test';
 import { stringify } from 'yaml';
 import { rawToConfigMapData } from '../../src/k8s/config-map.ts';
 import type { KubeObject } from '../../src/k8s/resource.ts';
+import { renderTemplates } from '../../src/templating/engine.ts';
 import type { Admission } from '../../src/webhook/admission.ts';
 import { type AdmissionRequest, parseAdmissionReview } from '../../src/webhook/review.ts';
 import { readTemplateDir } from '../../src/config/template-dir.ts';
@@ -130,6 +131,20 @@ describe('admission of HTTPRoutes', () => {
     const bad = create(HTTPROUTE, httpRoute('bad', { hostnames: ['r.example'], rules: [{ matches: [{ path: { type: 'PathPrefix', value: 'no-slash' } }], backendRefs: [{ name: 'web', port: 80 }] }] }));
     assert.equal(bad.allowed, false, JSON.stringify(bad));
     assert.match(bad.message!, /^haprx would skip HTTPRoute shop\/bad: .*spec\.rules\[0\]\.matches\[0\]\.path/);
+  });
+
+  it("refuses in the words of the status the controller would write: the route's Accepted=False condition", async () => {
+    const route = httpRoute('refused', { parentRefs: [{ name: 'gw' }], rules: [{ matches: [{ method: 'BREW' }], backendRefs: [{ name: 'web', port: 80 }] }] });
+    const objects = [...(await fixtureObjects('_services.yaml', '_gateway.yaml')), route];
+    const { admission: mine, stores, loaded } = await admissionOver(objects);
+    const rendered = renderTemplates(loaded.templates, { resources: Object.fromEntries(stores), values: loaded.config.values });
+    assert.ok(rendered.ok);
+    const accepted = rendered.statuses.find((s) => s.ref.name === 'refused')?.entries[0]?.conditions.find((c) => c.type === 'Accepted');
+    assert.equal(accepted?.status, 'False');
+    assert.equal(accepted?.reason, 'UnsupportedValue');
+    const verdict = mine.review(request(reviewBody(HTTPROUTE, 'CREATE', { ...route, metadata: { ...route.metadata, name: 'refused-again' } })));
+    assert.equal(verdict.allowed, false);
+    assert.ok(verdict.message!.endsWith(accepted!.message), `${verdict.message} / ${accepted!.message}`);
   });
 });
 

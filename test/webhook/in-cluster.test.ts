@@ -89,8 +89,8 @@ describe('the webhook of an in-cluster controller', () => {
     const route = await review(reviewBody(HTTPROUTE, 'CREATE', httpRoute('r', { rules: [{ matches: [{ method: 'BREW' }], backendRefs: [{ name: 'web', port: 80 }] }] })), pki.ca);
     assert.equal(route.allowed, false);
     assert.match(route.status!.message, /method/);
-    const extra = double.requests.slice(before).filter((r) => !r.watch && !/\/(leases|events)(\/|$)/.test(r.path));
-    assert.deepEqual(extra.map((r) => `${r.method} ${r.path}`), [], 'no request to the API server per review (the lease and Events go on)');
+    const extra = double.requests.slice(before).filter((r) => !r.watch && !/\/(leases|events)(\/|$)/.test(r.path) && !(r.method === 'PATCH' && r.path.endsWith('/status')));
+    assert.deepEqual(extra.map((r) => `${r.method} ${r.path}`), [], 'no request to the API server per review (the lease, Events and status writes go on)');
   });
 
   it('sees what the controller sees: an Ingress added to the cluster is there for the next review', async () => {
