@@ -354,3 +354,29 @@ describe('startObservability', () => {
     }
   });
 });
+
+describe('objects the render skips', () => {
+  it('logs each one on a line of its own when it first becomes skipped, also when the output did not change, and shows statuses in /debug/vars', () => {
+    const { log, lines } = capturedLogger();
+    const obs = createObserver({ log, defaultMetrics: false });
+    const reconcile: Reconcile = { seq: 1, at: 0, cause: { reason: 'resources', changes: [] } };
+    const config = sealRendered({ main: 'global\n', maps: {}, files: {}, certs: {} });
+    const evil = { object: 'Ingress shop/evil', ref: { kind: 'Ingress', namespace: 'shop', name: 'evil' }, message: 'skipped: spec.rules[0].host "evil\nbind :9999" is not a DNS name', field: 'spec.rules[0].host', template: 'snippets/ingress-model', line: 171, skipped: true };
+    const other = { ...evil, object: 'Ingress shop/other', ref: { ...evil.ref, name: 'other' } };
+    const statuses = [{ ref: { kind: 'Ingress', namespace: 'shop', name: 'web' }, served: true, conditions: [], fields: {}, entries: [] }];
+    obs.record({ type: 'Rendered', reconcile, config, durationMs: 1, warnings: [evil], statuses });
+    obs.record({ type: 'RenderUnchanged', reconcile, hash: config.hash, durationMs: 1 });
+    obs.record({ type: 'RenderUnchanged', reconcile, hash: config.hash, durationMs: 1, warnings: [evil, other] });
+    const skipped = lines.map((l) => JSON.parse(l) as { event: string; msg: string; field?: string; template?: string }).filter((l) => l.event === 'RenderWarning');
+    assert.deepEqual(
+      skipped.map((l) => [l.msg, l.field, l.template]),
+      [
+        ['Ingress shop/evil: skipped: spec.rules[0].host "evil\\nbind :9999" is not a DNS name', 'spec.rules[0].host', 'snippets/ingress-model:171'],
+        ['Ingress shop/other: skipped: spec.rules[0].host "evil\\nbind :9999" is not a DNS name', 'spec.rules[0].host', 'snippets/ingress-model:171'],
+      ],
+    );
+    const objects = obs.debug.snapshot().objects as { status: { object: string; served: boolean }[]; warnings: { object: string }[] };
+    assert.deepEqual(objects.status.map((s) => [s.object, s.served]), [['Ingress shop/web', false]], 'served once deployed');
+    assert.deepEqual(objects.warnings.map((w) => w.object), ['Ingress shop/evil', 'Ingress shop/other']);
+  });
+});
