@@ -23,7 +23,8 @@ interface Mutant {
   test: string;
 }
 
-const mutants: Mutant[] = [
+const selected = process.argv[2];
+const all: Mutant[] = [
   { stage: 'stores', file: 'streams/stores.ts', from: 'return changed ? [...problems, change] : [...problems];', to: 'return [...problems, change];', test: 'marble-tests/stores.test.ts' },
   { stage: 'trigger: sync gate', file: 'streams/trigger.ts', from: "g.opens || (g.wasOpen && g.change.type !== 'synced')", to: "g.opens || g.change.type !== 'synced'", test: 'marble-tests/trigger.test.ts' },
   { stage: 'trigger: max wait', file: 'streams/operators/debounce-batch.ts', from: 'timer(deadline - now, scheduler),', to: '', test: 'marble-tests/trigger.test.ts' },
@@ -48,10 +49,18 @@ const mutants: Mutant[] = [
   { stage: 'deploy: timeout removed', file: 'streams/deploy.ts', from: 'timeout({ first: options.timeoutMs, scheduler }),', to: '', test: 'marble-tests/deploy.test.ts' },
   { stage: 'boundary: errors are not caught', file: 'streams/operators/supervise.ts', from: 'retry({', to: '((_o: unknown) => mutIdentity)({', test: 'marble-tests/supervise.test.ts' },
   { stage: 'boundary: the delay between restarts does not grow', file: 'streams/operators/supervise.ts', from: 'backoffDelay(failures++, backoff, random)', to: 'backoffDelay((failures++, 0), backoff, random)', test: 'marble-tests/supervise.test.ts' },
+  { stage: 'status: writes not spaced', file: 'streams/status.ts', from: 'concatWith(timer(minIntervalMs, scheduler).pipe(ignoreElements()), defer(drain))', to: 'concatWith(defer(drain))', test: 'marble-tests/status.test.ts' },
+  { stage: 'status: no doubling', file: 'streams/status.ts', from: 'retryMs * 2 ** (n - 1)', to: 'retryMs', test: 'marble-tests/status.test.ts' },
+  { stage: 'status: written while not leading', file: 'streams/status.ts', from: 'while (leader && pending.size > 0)', to: 'while (pending.size > 0)', test: 'marble-tests/status.test.ts' },
+  { stage: 'warnings: every render reports again', file: 'streams/object-warnings.ts', from: '.filter(([key]) => !current.has(key))', to: '', test: 'marble-tests/object-warnings.test.ts' },
+  { stage: 'warnings: reported while not leading', file: 'streams/object-warnings.ts', from: 'return leader ? from(fresh) : EMPTY;', to: 'return from(fresh);', test: 'marble-tests/object-warnings.test.ts' },
   { stage: 'controller: switchMap → mergeMap', file: 'streams/controller.ts', from: 'switchMap((d, index) =>', to: 'mutMergeMap((d, index) =>', test: 'marble-tests/controller.test.ts' },
   { stage: 'graph: deploy outcomes not fed back to the retries', file: 'streams/graph.ts', from: 'tap((event) => deployEvents.next(event)),', to: '', test: 'marble-tests/graph.test.ts' },
   { stage: 'graph: connect → share', file: 'streams/graph.ts', from: 'connect((changes$) => {', to: '((f: (c: Observable<ResourceChange>) => unknown) => (c: Observable<ResourceChange>) => f(c.pipe(mutShare())) as never)((changes$) => {', test: 'marble-tests/graph.test.ts' },
 ];
+
+// `npm run mutants -- <text>` runs only the mutants whose stage contains the text.
+const mutants = selected ? all.filter((m) => m.stage.includes(selected)) : all;
 
 async function killedBy(mutant: Mutant): Promise<string[]> {
   const scratch = await mkdtemp(join(tmpdir(), 'haprx-mutant-'));

@@ -2,10 +2,12 @@
  * RBAC derived from the code: a real in-cluster controller (startInCluster, the real
  * client) runs against the API server double with the controller ConfigMap of the
  * built base, through configuration, credentials, discovery, the Lease, Events (with a
- * series update), Secrets on demand and Ingress status. Every request the double saw
- * becomes (apiGroup, resource, subresource, verb, namespace), and each must be allowed
- * by the built base's Role (in haprx-system) or ClusterRole. The ClusterRole may grant
- * nothing beyond the watched sets plus ingresses/status.
+ * series update), Secrets on demand, the status of Ingresses, GatewayClasses, Gateways
+ * and HTTPRoutes, and Warning Events on an object the render skips. Every request the
+ * double saw becomes (apiGroup, resource, subresource, verb, namespace), and each must be
+ * allowed by the built base's Role (in haprx-system) or ClusterRole. The ClusterRole may
+ * grant nothing beyond the watched sets, patching the status of those the templates
+ * declare, and Events.
  */
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
@@ -94,6 +96,10 @@ before(async () => {
   const at = pem.lastIndexOf('-----BEGIN');
   const b64 = (s: string) => Buffer.from(s).toString('base64');
   double.create('v1', 'secrets', { metadata: { name: 'web-tls', namespace: 'apps' }, type: 'kubernetes.io/tls', data: { 'tls.crt': b64(pem.slice(0, at)), 'tls.key': b64(pem.slice(at)) } });
+  // Gateway API objects, for their status; a route the render skips, for its Warning Event.
+  double.create('gateway.networking.k8s.io/v1', 'gatewayclasses', { metadata: { name: 'haprx' }, spec: { controllerName: 'haprx.io/gateway-controller' } });
+  double.create('gateway.networking.k8s.io/v1', 'gateways', { metadata: { name: 'edge', namespace: 'apps' }, spec: { gatewayClassName: 'haprx', listeners: [{ name: 'http', port: 8080, protocol: 'HTTP' }] } });
+  double.create('gateway.networking.k8s.io/v1', 'httproutes', { metadata: { name: 'bad', namespace: 'apps' }, spec: { parentRefs: [{ name: 'edge' }], rules: [{ matches: [{ method: 'BREW' }] }] } });
   double.create('networking.k8s.io/v1', 'ingresses', {
     metadata: { name: 'web', namespace: 'apps' },
     spec: {
@@ -107,13 +113,19 @@ before(async () => {
   // The admission webhook too: it reads its serving certificate from a Secret in haprx-system.
   const admission = new Admission({ namespace: NS, configMap: CONFIGMAP });
   const webhook = startWebhook({ api: apiFor(double), namespace: NS, secret: 'haprx-webhook-tls', host: '127.0.0.1', port: 0, admission, onNotice: () => undefined });
+  // The first deployment goes through (the objects are served and get their status); the drift
+  // redeploys that follow fail, so that the same failure repeats and its Event gets a series.
+  let deploys = 0;
   controller = startController(double, 'replica-a', deployed, {
     admission,
     eventLimits: { seriesFlushMs: 50 },
-    behaviour: async () => ({ ok: false, reloaded: false, runtimeOps: 0, error: 'the Data Plane API refused the configuration' }),
+    statusIntervalMs: 5,
+    behaviour: async () => (deploys++ === 0 ? { ok: true, reloaded: true, runtimeOps: 0 } : { ok: false, reloaded: false, runtimeOps: 0, error: 'the Data Plane API refused the configuration' }),
   });
   const status = () => (double.get('networking.k8s.io/v1', 'ingresses', 'apps', 'web')!.status as { loadBalancer?: { ingress?: { ip?: string }[] } } | undefined)?.loadBalancer?.ingress?.[0]?.ip;
   await until('Ingress status written', () => status() === '203.0.113.10', 15_000);
+  await until('the Gateway API status written', () => ['gatewayclasses', 'gateways', 'httproutes'].every((r) => double.requests.some((q) => q.method === 'PATCH' && q.path.includes(`/${r}/`))), 15_000);
+  await until('a Warning Event on the skipped route', () => double.list('events.k8s.io/v1', 'events', 'apps').length > 0, 15_000);
   await until('a repeated DeployFailed Event updated with its series', () => double.requests.some((r) => r.method === 'PUT' && r.path.includes('/events/')), 15_000);
   await until('the webhook certificate Secret watched', () => double.requests.some((r) => r.watch && r.path.endsWith('/secrets') && (r.query.fieldSelector ?? '').includes('haprx-webhook-tls')), 15_000);
   await webhook.close();
@@ -130,7 +142,7 @@ after(async () => {
 });
 
 describe('RBAC of the base, against the API calls haprx run makes', () => {
-  it('recorded the calls of every part: configuration, credentials, discovery, the Lease, Events, Secrets on demand, Ingress status, the webhook certificate', () => {
+  it('recorded the calls of every part: configuration, credentials, discovery, the Lease, Events, Secrets on demand, status, the webhook certificate', () => {
     const seen = [...calls.keys()].sort();
     for (const expected of [
       'watch core/configmaps (own namespace)',
@@ -144,6 +156,10 @@ describe('RBAC of the base, against the API calls haprx run makes', () => {
       'get core/secrets (other namespace)',
       'watch core/secrets (other namespace)',
       'patch networking.k8s.io/ingresses/status (other namespace)',
+      'patch gateway.networking.k8s.io/gatewayclasses/status (cluster)',
+      'patch gateway.networking.k8s.io/gateways/status (other namespace)',
+      'patch gateway.networking.k8s.io/httproutes/status (other namespace)',
+      'create events.k8s.io/events (other namespace)',
       'watch networking.k8s.io/ingresses (cluster)',
     ]) {
       assert.ok(seen.includes(expected), `${expected} among ${seen.join('; ')}`);
@@ -155,15 +171,20 @@ describe('RBAC of the base, against the API calls haprx run makes', () => {
     assert.deepEqual(refused, [], `calls the base's RBAC refuses:\n${refused.join('\n')}`);
   });
 
-  it('grants cluster-wide nothing beyond reading the watched sets and patching Ingress status', () => {
+  it('grants cluster-wide nothing beyond reading the watched sets, patching the status the templates declare, and Events', () => {
     const allowed = new Set(watched.map((w) => `${w.apiVersion.includes('/') ? w.apiVersion.split('/')[0] : ''} ${w.resource}`));
     // get only where src/k8s/on-demand.ts reads by name: the sets held on demand.
     const onDemand = new Set(watched.filter((w) => w.referencedBy?.length).map((w) => w.resource));
     for (const rule of clusterRole.rules) {
       for (const group of rule.apiGroups) {
         for (const resource of rule.resources) {
-          if (group === 'networking.k8s.io' && resource === 'ingresses/status') assert.deepEqual(rule.verbs, ['patch'], 'ingresses/status');
-          else {
+          if (resource.endsWith('/status')) {
+            assert.ok(allowed.has(`${group} ${resource.slice(0, -'/status'.length)}`), `${resource}.${group}: the status of a set that is not watched`);
+            assert.deepEqual(rule.verbs, ['patch'], resource);
+          } else if (group === 'events.k8s.io' && resource === 'events') {
+            // Warning Events on the objects, in their namespaces; get re-reads one whose series update met a 409.
+            assert.deepEqual([...rule.verbs].sort(), ['create', 'get', 'update']);
+          } else {
             assert.ok(allowed.has(`${group} ${resource}`), `${resource}.${group} is not a watched set`);
             for (const verb of rule.verbs) assert.ok(['list', 'watch', ...(onDemand.has(resource) ? ['get'] : [])].includes(verb), `${verb} ${resource}.${group}`);
           }
