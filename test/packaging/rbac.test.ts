@@ -61,6 +61,7 @@ const key = (c: ApiCall) => `${c.verb} ${c.group || 'core'}/${c.resource}${c.sub
 
 let double: KubeApiDouble;
 let controller: TestController | undefined;
+let webhook: ReturnType<typeof startWebhook> | undefined;
 let role: RoleObject;
 let clusterRole: RoleObject;
 let watched: { apiVersion: string; resource: string; referencedBy?: unknown[] }[];
@@ -112,7 +113,7 @@ before(async () => {
   const deployed: Deployed[] = [];
   // The admission webhook too: it reads its serving certificate from a Secret in haprx-system.
   const admission = new Admission({ namespace: NS, configMap: CONFIGMAP });
-  const webhook = startWebhook({ api: apiFor(double), namespace: NS, secret: 'haprx-webhook-tls', host: '127.0.0.1', port: 0, admission, onNotice: () => undefined });
+  webhook = startWebhook({ api: apiFor(double), namespace: NS, secret: 'haprx-webhook-tls', host: '127.0.0.1', port: 0, admission, onNotice: () => undefined });
   // The first deployment goes through (the objects are served and get their status); the drift
   // redeploys that follow fail, so that the same failure repeats and its Event gets a series.
   let deploys = 0;
@@ -129,6 +130,7 @@ before(async () => {
   await until('a repeated DeployFailed Event updated with its series', () => double.requests.some((r) => r.method === 'PUT' && r.path.includes('/events/')), 15_000);
   await until('the webhook certificate Secret watched', () => double.requests.some((r) => r.watch && r.path.endsWith('/secrets') && (r.query.fieldSelector ?? '').includes('haprx-webhook-tls')), 15_000);
   await webhook.close();
+  webhook = undefined;
   await controller.running.stop();
   controller = undefined;
   for (const r of double.requests) {
@@ -137,6 +139,8 @@ before(async () => {
   }
 });
 after(async () => {
+  // Also when a step above timed out: nothing left running holds the test process.
+  await webhook?.close();
   await controller?.running.stop();
   await double?.stop();
 });
