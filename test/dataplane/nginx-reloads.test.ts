@@ -13,6 +13,7 @@ import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { renderOnce } from '../../src/cli/render-once.ts';
 import { DataplaneTarget } from '../../src/dataplane/target.ts';
+import { type RunningServer, startServer } from '../../src/cli/fixture-servers.ts';
 import { type DataplaneDouble, startDataplaneDouble } from '../support/dataplane-double/index.ts';
 import { freePort } from '../support/ports.ts';
 import { send, serviceManifest, startEchoBackend } from '../templates/support.ts';
@@ -39,6 +40,7 @@ describe('ingress-nginx Ingress changes and reloads, through the Data Plane API 
   let port: number;
   const echo: Partial<Record<(typeof SERVICES)[number], Awaited<ReturnType<typeof startEchoBackend>>>> = {};
   const ingresses: Record<string, Ingress> = {};
+  let auth: RunningServer | undefined;
   const reloads: Record<string, number> = {};
 
   const manifests = () => {
@@ -93,6 +95,7 @@ ${Object.entries(i.hosts)
     await target?.close();
     await double?.stop();
     await Promise.all(Object.values(echo).map((e) => e.close()));
+    await auth?.close();
     await rm(dir, { recursive: true, force: true });
   });
 
@@ -143,6 +146,18 @@ ${Object.entries(i.hosts)
     ingresses['auth']!.annotations = {};
     assert.equal(await count('the annotations removed'), 1);
     assert.equal((await reply('auth.test', '/x')).echo?.url, '/x');
+  });
+
+  it('external authentication deploys (its Lua script among the general files), and asks the auth service on every request', async () => {
+    auth = await startServer({ name: 'auth', protocol: 'http', auth: { allow: { header: 'authorization', value: 'Bearer ok' } } });
+    ingresses['ext'] = { annotations: { 'auth-url': `http://127.0.0.1:${auth.port}/verify` }, hosts: { 'ext.test': [{ path: '/', type: 'Prefix', service: 'web' }] } };
+    assert.equal(await count('auth-url added'), 1);
+    assert.equal((await reply('ext.test', '/')).status, 401);
+    assert.equal(await who('ext.test', '/', { authorization: 'Bearer ok' }), 'web');
+    // The auth service gone: 500, and the other Ingresses go on.
+    await auth.close();
+    assert.equal((await reply('ext.test', '/', { authorization: 'Bearer ok' })).status, 500);
+    assert.equal(await who('shop.test', '/x'), 'api');
   });
 
   it('a canary added, reweighted and removed reloads once each', async () => {
