@@ -2,6 +2,8 @@
 import type { TargetOptions, InClusterOptions, RunningController, TargetFactory } from '../../src/cli/run.ts';
 import { startInCluster } from '../../src/cli/run.ts';
 import type { ControllerEvent, InstanceOutcome } from '../../src/events.ts';
+import assert from 'node:assert/strict';
+import { readTemplateDir } from '../../src/config/template-dir.ts';
 import { rawToConfigMapData } from '../../src/k8s/config-map.ts';
 import type { RenderedConfig } from '../../src/templating/rendered.ts';
 import type { KubeApiDouble, Obj } from '../support/kube-api-double/index.ts';
@@ -34,6 +36,22 @@ export function controllerConfig(overrides: { template?: string; settings?: Reco
     },
     templates: { 'haproxy.cfg': overrides.template ?? TEMPLATE },
   });
+}
+
+/** The shipped template library as the controller ConfigMap's data, with timings short enough for a test. */
+export async function shippedConfigMapData(haproxy: Record<string, unknown> = {}): Promise<Record<string, string>> {
+  const folder = await readTemplateDir(new URL('../../templates', import.meta.url).pathname);
+  assert.ok(folder.ok);
+  const raw = folder.raw as { settings?: Record<string, unknown> };
+  raw.settings = {
+    ...raw.settings,
+    debounce: '20ms',
+    debounceMaxWait: '100ms',
+    minDeployInterval: '50ms',
+    driftInterval: 0,
+    haproxy: { podSelector: 'app.kubernetes.io/name=haproxy', dataplane: { container: 'dataplane', port: 5555, scheme: 'https' }, ...haproxy },
+  };
+  return rawToConfigMapData(raw as Record<string, unknown>);
 }
 
 export function service(name: string, port = 80): Obj {

@@ -5,12 +5,10 @@
  */
 import assert from 'node:assert/strict';
 import { afterEach, beforeEach, describe, it } from 'node:test';
-import { readTemplateDir } from '../../src/config/template-dir.ts';
 import { Validator } from '../../src/haproxy/validate.ts';
-import { rawToConfigMapData } from '../../src/k8s/config-map.ts';
 import { makeSiteCertificate } from '../support/dataplane-double/certs.ts';
 import { KubeApiDouble } from '../support/kube-api-double/index.ts';
-import { CONFIGMAP, type Deployed, NS, type TestController, credentialsSecret, haproxyPod, startController } from './cluster-fixture.ts';
+import { CONFIGMAP, type Deployed, NS, type TestController, credentialsSecret, haproxyPod, shippedConfigMapData, startController } from './cluster-fixture.ts';
 import { until } from './helpers.ts';
 
 let double: KubeApiDouble;
@@ -19,18 +17,7 @@ const deployed: Deployed[] = [];
 
 beforeEach(async () => {
   double = await KubeApiDouble.start({ token: 'test-token', bookmarkIntervalMs: 0 });
-  const folder = await readTemplateDir(new URL('../../templates', import.meta.url).pathname);
-  assert.ok(folder.ok);
-  const raw = folder.raw as { settings?: Record<string, unknown> };
-  raw.settings = {
-    ...raw.settings,
-    debounce: '20ms',
-    debounceMaxWait: '100ms',
-    minDeployInterval: '50ms',
-    driftInterval: 0,
-    haproxy: { podSelector: 'app.kubernetes.io/name=haproxy', dataplane: { container: 'dataplane', port: 5555, scheme: 'https' } },
-  };
-  double.create('v1', 'configmaps', { metadata: { name: CONFIGMAP, namespace: NS }, data: rawToConfigMapData(raw as Record<string, unknown>) });
+  double.create('v1', 'configmaps', { metadata: { name: CONFIGMAP, namespace: NS }, data: await shippedConfigMapData() });
   double.create('v1', 'secrets', credentialsSecret('pw'));
   double.create('v1', 'pods', haproxyPod('haproxy-0', '10.0.0.10'));
   double.create('v1', 'namespaces', { metadata: { name: 'apps' } });

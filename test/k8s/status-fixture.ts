@@ -5,12 +5,9 @@
  * between them reach every condition and reason the templates declare. Objects of
  * other controllers carry their own status, to show it is left alone.
  */
-import assert from 'node:assert/strict';
-import { readTemplateDir } from '../../src/config/template-dir.ts';
-import { rawToConfigMapData } from '../../src/k8s/config-map.ts';
 import { makeSiteCertificate } from '../support/dataplane-double/certs.ts';
 import type { KubeApiDouble, Obj } from '../support/kube-api-double/index.ts';
-import { CONFIGMAP, NS, credentialsSecret, haproxyPod } from './cluster-fixture.ts';
+import { CONFIGMAP, NS, credentialsSecret, haproxyPod, shippedConfigMapData } from './cluster-fixture.ts';
 
 export const GW = 'gateway.networking.k8s.io/v1';
 export const ME = 'haprx.io/gateway-controller';
@@ -35,20 +32,8 @@ const ingress = (name: string, cls: string, host: string, status?: unknown): Obj
   ...(status !== undefined && { status }),
 });
 
-export async function seedStatusCluster(double: KubeApiDouble, settings: Record<string, unknown> = {}): Promise<void> {
-  const folder = await readTemplateDir(new URL('../../templates', import.meta.url).pathname);
-  assert.ok(folder.ok);
-  const raw = folder.raw as { settings?: Record<string, unknown> };
-  raw.settings = {
-    ...raw.settings,
-    debounce: '20ms',
-    debounceMaxWait: '100ms',
-    minDeployInterval: '50ms',
-    driftInterval: 0,
-    haproxy: { podSelector: 'app.kubernetes.io/name=haproxy', service: 'haproxy', dataplane: { container: 'dataplane', port: 5555, scheme: 'https' } },
-    ...settings,
-  };
-  double.create('v1', 'configmaps', { metadata: { name: CONFIGMAP, namespace: NS }, data: rawToConfigMapData(raw as Record<string, unknown>) });
+export async function seedStatusCluster(double: KubeApiDouble): Promise<void> {
+  double.create('v1', 'configmaps', { metadata: { name: CONFIGMAP, namespace: NS }, data: await shippedConfigMapData({ service: 'haproxy' }) });
   double.create('v1', 'secrets', credentialsSecret('pw'));
   double.create('v1', 'pods', haproxyPod('haproxy-0', '10.0.0.10'));
   double.create('v1', 'services', { metadata: { name: 'haproxy', namespace: NS }, spec: { type: 'LoadBalancer' }, status: { loadBalancer: { ingress: [{ ip: LB_IP }] } } });
