@@ -56,7 +56,9 @@
  *   isolation: a throw (or `h.skip(message, field)`) skips that object with a
  *   structured warning (kind, namespace, name, field, template and line) and
  *   takes back the certificate files it added; the render goes on. Faults of
- *   the templates themselves (see locate.ts, atFault) still fail the render.
+ *   the templates themselves (see locate.ts, atFault) still fail the render, and
+ *   so does a line that threw a TypeError for every object (or most) that
+ *   isolations at one site read (see systematic-faults.ts).
  * - `h.status(object, declaration)` declares what the render makes of an object
  *   (conditions, served, status fields, entries such as a listener or a parent):
  *   the render result carries one ObjectStatus per object (`statuses`); see
@@ -85,6 +87,7 @@ import { abortRender, describeValue } from './abort.ts';
 import { auxText, haproxyWord, isFileName } from './escape.ts';
 import { type Helpers, type RenderSession, type RenderWarning, createHelpers } from './helpers.ts';
 import { collectStatuses } from './status-declarations.ts';
+import { SystematicFaults } from './systematic-faults.ts';
 import type { ObjectStatus } from '../status/types.ts';
 import { ForbiddenConstruct, compileInRealm, rethrow } from './compile.ts';
 import { type LocatableTemplate, asFault, diagnoseCompileError, faultFrom, locateForbidden, locateThrow } from './locate.ts';
@@ -309,6 +312,8 @@ export function renderTemplates(templates: CompiledTemplates, input: RenderInput
         locate: (thrown) => locateThrow(thrown, units, active.at(-1) ?? current),
         declarations: [],
         skips: new Map(),
+        running: () => active.at(-1) ?? current,
+        faults: new SystematicFaults(),
       };
       session.current = collected;
       const context: Record<string, unknown> = {
@@ -351,6 +356,9 @@ export function renderTemplates(templates: CompiledTemplates, input: RenderInput
         return out;
       };
       const [maps, files, certs] = AUX_KINDS.map(aux) as [Record<string, string>, Record<string, string>, Record<string, string>];
+      // A line that failed for every object it read (or most) is a typo, not bad objects: nothing of this render goes live.
+      const fault = collected.faults.verdict();
+      if (fault) return { ok: false, error: fault } satisfies RenderResult;
       // certFile() refuses template names, so the added files never replace a template's output.
       for (const [name, content] of collected.certs) certs[name] = content;
       const referencing = [...collected.referencing];

@@ -8,6 +8,7 @@ import { fileName } from './file-name.ts';
 import { type Located, ObjectSkip } from './locate.ts';
 import { compareCodeUnits } from './readonly.ts';
 import { type Declaration, declare } from './status-declarations.ts';
+import type { SystematicFaults } from './systematic-faults.ts';
 
 export type { RenderWarning } from '../events.ts';
 
@@ -75,7 +76,8 @@ export interface Helpers {
    * skipped. Text must leave `fn` as its result (or through include()), never
    * be written by `<%= %>` inside it, so that a failure leaves nothing behind.
    * Faults of the templates themselves (h.fail, an unknown snippet or name, a
-   * write to read-only data) still fail the render.
+   * write to read-only data) still fail the render, and so does a line that
+   * throws a TypeError for every object of a site (systematic-faults.ts).
    */
   isolate<T>(subject: unknown, fn: () => T, options?: { part?: unknown; fallback?: T }): T | undefined;
   /** h.isolate for each item of the list, the item being the subject: the results of the items that did not fail, in order. */
@@ -185,6 +187,10 @@ export interface RenderSession {
   declarations: Declaration[];
   /** Skips so far, by object key and part (`''` for the whole object): what h.skipped reads. */
   skips: Map<string, { message: string; field?: string; reason?: string }>;
+  /** The template running now (a snippet while it is included): where an h.isolate runs. */
+  running(): string;
+  /** Every isolation and each unexpected error it caught: how a template fault is told from objects at fault. */
+  faults: SystematicFaults;
 }
 
 /** A property path (as for get) or a function of the item. */
@@ -234,6 +240,7 @@ export function createHelpers(known: KnownFiles, session: () => RenderSession | 
     if (options === null || typeof options !== 'object') abortRender(`isolate(): options must be an object, got ${describeValue(options)}`);
     const part = options.part;
     if (part !== undefined && typeof part !== 'string') abortRender(`isolate(): options.part must be a field path, got ${describeValue(part)}`);
+    const site = open.faults.enter(open.running(), subject, part);
     const added: string[] = [];
     open.added.push(added);
     const declared = open.declarations.length;
@@ -249,13 +256,18 @@ export function createHelpers(known: KnownFiles, session: () => RenderSession | 
       open.declarations.length = declared;
       const where = open.locate(thrown);
       if (where.fatal) throw thrown;
+      const described = describeSubject(subject);
+      if (where.unexpected && site !== undefined && described.ref) {
+        const { namespace, name } = described.ref;
+        open.faults.failed(site, subject, namespace === undefined ? name : `${namespace}/${name}`, { template: where.template, ...(where.line !== undefined && { line: where.line }), message: where.message });
+      }
       const at = where.field ?? part;
       const skipped = part === undefined ? 'skipped' : `${part} skipped`;
       // An h.skip explains itself; anything else is shown with the template line that failed on the object.
       const place = `${where.template}${where.line !== undefined ? `:${where.line}` : ''}`;
       const message = thrown instanceof ObjectSkip || where.field !== undefined ? `${skipped}: ${where.message}` : `${skipped}: ${where.message} (at ${place})`;
       record(open, {
-        ...describeSubject(subject),
+        ...described,
         message,
         ...(at !== undefined && { field: at }),
         template: where.template,

@@ -55,12 +55,28 @@ export function atFault(thrown: unknown): boolean {
   }
 }
 
+/**
+ * A TypeError that is not a fault of the templates by itself (atFault): a field
+ * read from undefined, a call of what is not a function. An object of the wrong
+ * shape causes them, and so does a template typo; systematic-faults.ts tells
+ * the two apart. Never throws.
+ */
+function unexpectedError(thrown: unknown): boolean {
+  try {
+    return realm.isError(thrown, 'TypeError') && !atFault(thrown);
+  } catch {
+    return false;
+  }
+}
+
 /** Where and why something failed inside a template, and whether the templates are at fault. */
 export interface Located {
   template: string;
   line?: number;
   message: string;
   fatal: boolean;
+  /** A TypeError the template did not mean: what systematic-faults.ts counts. */
+  unexpected?: boolean;
   /** The field an h.skip named. */
   field?: string;
   /** The status reason an h.skip gave. */
@@ -74,14 +90,14 @@ export interface Located {
  */
 export function locateThrow(thrown: unknown, templates: ReadonlyMap<string, LocatableTemplate>, running: string): Located {
   const fault = asFault(thrown);
-  if (fault) return { ...fault.fault, fatal: fault.fatal, ...(fault.field !== undefined && { field: fault.field }), ...(fault.statusReason !== undefined && { statusReason: fault.statusReason }) };
+  if (fault) return { ...fault.fault, fatal: fault.fatal, ...(fault.field !== undefined && { field: fault.field }), ...(fault.statusReason !== undefined && { statusReason: fault.statusReason }), ...(fault.unexpected && { unexpected: true }) };
   const where = innermostFrame(thrown, templates) ?? { template: running };
   const fatal = atFault(thrown);
   try {
     if (thrown instanceof ObjectSkip)
       return { ...where, message: thrown.reason, fatal, ...(thrown.field !== undefined && { field: thrown.field }), ...(thrown.statusReason !== undefined && { statusReason: thrown.statusReason }) };
     if (thrown instanceof TemplateAbort) return { ...where, message: thrown.reason, fatal };
-    if (realm.isError(thrown)) return { ...where, message: errorMessage(thrown, String(thrown.message)), fatal };
+    if (realm.isError(thrown)) return { ...where, message: errorMessage(thrown, String(thrown.message)), fatal, ...(unexpectedError(thrown) && { unexpected: true }) };
   } catch {
     // A hostile error object: fall through to its description.
   }
@@ -152,7 +168,7 @@ export function faultFrom(thrown: unknown, template: LocatableTemplate): Templat
     const fatal = atFault(thrown);
     if (thrown instanceof ObjectSkip) return new TemplateFault({ template: label, line, message: thrown.reason }, fatal, thrown.field, thrown.statusReason);
     if (thrown instanceof TemplateAbort) return new TemplateFault({ template: label, line, message: thrown.reason }, fatal);
-    return new TemplateFault({ template: label, line, message: errorMessage(thrown, original) }, fatal);
+    return new TemplateFault({ template: label, line, message: errorMessage(thrown, original) }, fatal, undefined, undefined, unexpectedError(thrown));
   } catch {
     return new TemplateFault({ template: label, message: NOT_ANNOTATABLE });
   }

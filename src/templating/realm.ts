@@ -53,6 +53,8 @@ export interface TemplateFault extends Error {
   readonly field: string | undefined;
   /** The status reason an h.skip gave. */
   readonly statusReason: string | undefined;
+  /** A TypeError the template did not mean (see systematic-faults.ts). */
+  readonly unexpected: boolean;
 }
 
 /** A render that ran past its time limit. */
@@ -71,7 +73,7 @@ type AnyFunction = (...args: never[]) => unknown;
 interface RealmParts {
   TemplateAbort: new (reason: string, fatal?: boolean) => TemplateAbort;
   ObjectSkip: new (reason: string, field?: string, statusReason?: string) => ObjectSkip;
-  TemplateFault: new (fault: { template: string; line?: number; message: string }, fatal?: boolean, field?: string, statusReason?: string) => TemplateFault;
+  TemplateFault: new (fault: { template: string; line?: number; message: string }, fatal?: boolean, field?: string, statusReason?: string, unexpected?: boolean) => TemplateFault;
   seal<T>(value: T): T;
   /** Sealed data from JSON text with keys in code-unit order (see sealData in k8s/sealed.ts). */
   sealText(text: string): unknown;
@@ -120,7 +122,7 @@ const REALM_SOURCE = String.raw`(function (describeHost) {
     }
   }
   class TemplateFault extends Error {
-    constructor(fault, fatal = false, field, statusReason) {
+    constructor(fault, fatal = false, field, statusReason, unexpected = false) {
       super(String(fault.message));
       named(this, 'TemplateFault');
       const copy = { template: String(fault.template), message: String(fault.message) };
@@ -129,6 +131,7 @@ const REALM_SOURCE = String.raw`(function (describeHost) {
       this.fatal = fatal === true;
       this.field = field === undefined ? undefined : String(field);
       this.statusReason = statusReason === undefined ? undefined : String(statusReason);
+      this.unexpected = unexpected === true;
     }
   }
   const ERRORS = { Error, TypeError, ReferenceError, SyntaxError, RangeError, EvalError, URIError };

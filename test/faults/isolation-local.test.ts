@@ -1,7 +1,7 @@
 /**
  * Faults of the inputs, against `haprx local` with the shipped templates and a real
- * haproxy: an object of the wrong shape, and a JSONPath typo in the controller
- * configuration. Each time the process stays up, the last good configuration keeps
+ * haproxy: an object of the wrong shape, a template typo that throws for every object,
+ * and a JSONPath typo in the controller configuration. Each time the process stays up, the last good configuration keeps
  * serving real HTTP, every other change still goes live, the log names the cause, and
  * fixing the cause is enough to recover.
  */
@@ -77,6 +77,43 @@ describe('faults: one bad object, one bad configuration path (haprx local)', () 
     assert.deepEqual(failures, [], 'the unrelated host never failed');
     assert.ok(sent > 20);
     assert.ok(haprx.alive);
+  });
+
+  it('fails the render on a template typo that throws for every Ingress, rather than deploying a configuration without them, and takes the fix', async (t) => {
+    const file = join(haprx.templates, 'snippets', 'ingress-model');
+    const good = await readFile(file, 'utf8');
+    const typo = good.replace("h.list(ing.spec?.rules, 'spec.rules')", "h.list(ing.spce.rules, 'spec.rules')");
+    assert.notEqual(typo, good, 'the shipped ingress model reads spec.rules through h.list');
+    const line = typo.slice(0, typo.indexOf('ing.spce.rules')).split('\n').length;
+    const traffic = haprx.traffic('shop.test', 'web');
+    t.after(() => traffic.stop());
+
+    const mark = haprx.logs.length;
+    const savedAt = Date.now();
+    await save(file, typo);
+    const failed = await haprx.until('the render to fail', () => haprx.logged(mark, /^render failed at /));
+    t.diagnostic(`render failed ${Date.now() - savedAt} ms after the typo was saved: ${failed.msg}`);
+    assert.match(failed.msg, new RegExp(`^render failed at snippets/ingress-model:${line}: TypeError: Cannot read properties of undefined \\(reading 'rules'\\), thrown for every Ingress read there \\(\\d+ of \\d+: shop/api, shop/bad, shop/shop, …\\): a fault of the template`));
+    assert.equal(haprx.logged(mark, /^deployed to local/), undefined, 'nothing deployed');
+    assert.equal(haprx.logged(mark, /skipping what is invalid/), undefined, 'no Ingress reported as skipped');
+
+    // The last good configuration serves every host; a change waits for the templates to work again.
+    await save(join(haprx.manifests, 'later.yaml'), manifest.ingress('later', 'later.test', 'api'));
+    await haprx.until('the change to be rendered and fail too', () => haprx.logs.slice(mark).filter((l) => /^render failed at /.test(l.msg)).length >= 2 ? true : undefined);
+    assert.equal(await haprx.body('later.test'), 'status 404');
+    for (const [host, backend] of [['shop.test', 'web'], ['api.test', 'api'], ['docs.test', 'docs'], ['bad.test', 'docs']] as const) assert.equal(await haprx.body(host), backend, host);
+    t.diagnostic(`/readyz while the templates are broken: ${(await haprx.health('/readyz')).status}`);
+
+    const fixedAt = Date.now();
+    await save(file, good);
+    await haprx.served('later.test', 'api');
+    t.diagnostic(`time to recover: the change waiting served ${Date.now() - fixedAt} ms after the fix`);
+    const { sent, failures } = await traffic.stop();
+    t.diagnostic(`${sent} requests meanwhile, ${failures.length} failed`);
+    assert.deepEqual(failures, []);
+    assert.ok(sent > 20);
+    assert.ok(haprx.alive);
+    await rm(join(haprx.manifests, 'later.yaml'));
   });
 
   it('rejects a JSONPath typo in indexBy naming the field, stays up, keeps serving and taking changes, and recovers once it is fixed', async (t) => {
