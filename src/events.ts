@@ -1,3 +1,4 @@
+import type { ConfigDiff } from './haproxy/config-diff.ts';
 import type { ResourceChange } from './k8s/resource.ts';
 import type { ObjectStatus } from './status/types.ts';
 import type { RenderedConfig } from './templating/rendered.ts';
@@ -129,7 +130,8 @@ export type ControllerEvent =
   | { type: 'DeploymentStarted'; deployment: Deployment }
   | { type: 'InstanceDeployed'; deployment: Deployment; result: InstanceResult }
   | { type: 'InstanceDeployFailed'; deployment: Deployment; result: InstanceResult }
-  | { type: 'DeploymentCompleted'; deployment: Deployment; results: readonly InstanceResult[]; durationMs: number }
+  /** `diff`: from what the instances ran to what the deployment applied (redacted, bounded). */
+  | { type: 'DeploymentCompleted'; deployment: Deployment; results: readonly InstanceResult[]; durationMs: number; diff?: ConfigDiff }
   /** The leader wrote an object's status (`fields`: the status fields it changed). */
   | { type: 'StatusWritten'; object: ObjectRef; fields: readonly string[] }
   /** Writing an object's status failed; it is tried again after `retryInMs` (0: not again, e.g. the object is gone). */

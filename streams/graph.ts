@@ -6,6 +6,7 @@ import type { ResourceChange } from '../src/k8s/resource.ts';
 import { type ResourceView, type StoreOptions, Store } from '../src/k8s/store.ts';
 import type { RenderedConfig } from '../src/templating/rendered.ts';
 import { deployer } from './deploy.ts';
+import { type Describe, deploymentDiffs } from './deployment-diff.ts';
 import { drift } from './drift.ts';
 import { deployRequests, desired, redeployOn } from './endpoints.ts';
 import { whileLeader } from './leadership.ts';
@@ -43,6 +44,8 @@ export interface GraphDeps {
   render(input: RenderInput): Observable<RenderOutcome>;
   validate(config: RenderedConfig): Observable<ValidateOutcome>;
   deployTo(endpoint: Endpoint, deployment: Deployment): Observable<InstanceOutcome>;
+  /** The diff each completed deployment carries (redacted and bounded); without it, none. */
+  diff?: Describe;
   /** Whether this replica may deploy; without it, it always may. */
   leader$?: Observable<boolean>;
   /** Emits when the Data Plane credentials are new or rotated: every instance gets the current configuration again. */
@@ -66,6 +69,7 @@ export interface GraphDeps {
  *            → whileLeader (switchMap on leader$: a lost lead aborts the deployment)
  *            → schedule (throttle, single flight, waiting requests merged)
  *            → deploy (mergeMap over endpoints)
+ *            → diffs (each completed deployment: what it changed on its instances)
  *
  * `connect` subscribes every branch before the change source starts, so no event
  * is missed by a branch that subscribed late. The two feedback edges are subjects fed
@@ -127,7 +131,7 @@ export function graph(settings: GraphSettings, deps: GraphDeps): Observable<Cont
           reconciles$.pipe(map((reconcile): ControllerEvent => ({ type: 'ReconcileTriggered', reconcile }))),
           rendered$,
           validated$,
-          deployed$,
+          deps.diff ? deploymentDiffs(deployed$, deps.diff).pipe(stageName('diff')) : deployed$,
         );
       }),
     );

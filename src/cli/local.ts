@@ -135,6 +135,7 @@ OTEL_EXPORTER_OTLP_TRACES_ENDPOINT) is set, e.g. Jaeger's http://127.0.0.1:4318.
           validator,
           deployTo: (_endpoint, deployment) => from(target.deploy(deployment.config)),
           values: sets.values,
+          scrub: obs.scrub,
         });
       },
     });

@@ -51,6 +51,8 @@ export interface RunObserver {
   setControllerConfig?(config: ControllerConfig): void;
   setLeader?(leader: boolean): void;
   setEndpoints?(endpoints: readonly Endpoint[]): void;
+  /** Blanks the values of watched Secrets out of a text bound for the cluster or a log. */
+  scrub?(text: string): string;
 }
 
 export interface InClusterOptions {
@@ -228,6 +230,7 @@ export function startInCluster(options: InClusterOptions): RunningController {
         // loss: deployTo starts nothing new, and the one in flight may drain.
         leader$: elector.leader$,
         credentials$: credentialsLoaded$,
+        ...(observer?.scrub && { scrub: observer.scrub }),
         ...(options.admission && { onRender: ({ loaded: l, values, resources }: RenderBasis) => options.admission!.setBasis({ config: l.config, templates: l.templates, values, resources }) }),
       });
       return feedback.attach(graph$);

@@ -1,6 +1,7 @@
 import { EMPTY, type Observable, defer, finalize, map, mergeMap, of, tap } from 'rxjs';
 import type { WatchedResource } from '../config/controller-config.ts';
 import type { ControllerEvent, Deployment, Endpoint, InstanceOutcome } from '../events.ts';
+import { configDiff } from '../haproxy/config-diff.ts';
 import { type Validator, couldNotRun } from '../haproxy/validate.ts';
 import type { ResourceChange } from '../k8s/resource.ts';
 import type { ResourceView } from '../k8s/store.ts';
@@ -32,6 +33,8 @@ export interface ControllerIO {
    * and its live stores (the admission webhook renders with the same).
    */
   onRender?(basis: RenderBasis): void;
+  /** Blanks the values of watched Secrets out of a text (the deployment diffs); redaction of credentials and keys is always on. */
+  scrub?(text: string): string;
 }
 
 /** What a graph renders with; `resources` are its own stores, kept current by the graph. */
@@ -76,6 +79,7 @@ export function controllerGraph(loaded: LoadedConfig, io: ControllerIO): Observa
             }),
           ),
         deployTo: io.deployTo,
+        diff: (from, to) => configDiff(from, to, { ...(io.scrub && { scrub: io.scrub }) }),
         ...(io.leader$ && { leader$: io.leader$ }),
         ...(io.credentials$ && { credentials$: io.credentials$ }),
       },

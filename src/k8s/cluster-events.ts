@@ -1,4 +1,5 @@
 import type { ControllerEvent } from '../events.ts';
+import { type ConfigDiff, diffSummary } from '../haproxy/config-diff.ts';
 
 /** The object an Event is about (events.k8s.io/v1 `regarding`). */
 export interface ObjectReference {
@@ -94,11 +95,32 @@ export function clusterEventFor(event: ControllerEvent): ClusterEvent | undefine
     case 'DeploymentCompleted': {
       const failed = event.results.filter((r) => !r.ok).length;
       if (failed > 0 || event.results.length === 0) return undefined;
-      return normal('Deployed', 'Deploy', `configuration ${event.deployment.config.hash.slice(0, 12)} deployed to ${event.results.length} instance(s) (${event.deployment.reason})`);
+      const headline = `configuration ${event.deployment.config.hash.slice(0, 12)} deployed to ${event.results.length} instance(s) (${event.deployment.reason})`;
+      return normal('Deployed', 'Deploy', event.diff ? withDiff(headline, event.diff) : headline);
     }
     default:
       return undefined;
   }
+}
+
+/**
+ * The headline, the files changed and as much of the diff as fits the note, cut at a
+ * line boundary and marked when cut (the whole diff is in /debug/vars).
+ */
+export function withDiff(headline: string, diff: ConfigDiff): string {
+  const head = `${headline}: ${diffSummary(diff)}`;
+  if (diff.text === '') return clampNote(head);
+  const cutNote = '\n… (truncated: the whole diff is in /debug/vars)';
+  const room = NOTE_LIMIT - Buffer.byteLength(cutNote);
+  let note = head;
+  const lines = diff.text.replace(/\n$/, '').split('\n');
+  for (const [i, line] of lines.entries()) {
+    const next = `${note}\n${line}`;
+    // The last line may use the room the mark would have taken.
+    if (Buffer.byteLength(next) > (i === lines.length - 1 && !diff.truncated ? NOTE_LIMIT : room)) return clampNote(`${note}${cutNote}`);
+    note = next;
+  }
+  return diff.truncated ? clampNote(`${note}${cutNote}`) : note;
 }
 
 const warn = (reason: string, action: string, note: string): ClusterEvent => ({ type: 'Warning', reason, action, note: clampNote(note) });

@@ -1,5 +1,6 @@
 import type { ControllerConfig } from '../config/controller-config.ts';
 import type { ControllerEvent, InstanceResult, RenderWarning } from '../events.ts';
+import type { ConfigDiff } from '../haproxy/config-diff.ts';
 import { StatusBook } from '../status/book.ts';
 import { objectName } from '../status/print.ts';
 import { AUX_KINDS, type RenderedConfig, auxPath } from '../templating/rendered.ts';
@@ -26,6 +27,17 @@ interface RenderedState {
   status: 'validating' | 'valid' | 'invalid' | 'unavailable';
   problems?: { file: string; line?: number; message: string }[];
   unavailable?: string;
+}
+
+interface DeploymentDiff {
+  deployment: number;
+  reason: string;
+  at: number;
+  from?: string;
+  to: string;
+  files: ConfigDiff['files'];
+  truncated: boolean;
+  text: string;
 }
 
 interface LastDeployment {
@@ -64,6 +76,8 @@ export interface DebugStateOptions {
   stallAfterMs: number;
   /** How many events /debug/vars keeps. */
   recentEvents: number;
+  /** How many deployment diffs /debug/vars keeps; default 10. */
+  recentDiffs?: number;
   scrub(text: string): string;
 }
 
@@ -77,6 +91,7 @@ export class DebugState {
   private readonly recent: RecentEvent[] = [];
   private rendered: RenderedState | undefined;
   private lastDeployment: LastDeployment | undefined;
+  private readonly diffs: DeploymentDiff[] = [];
   private controllerConfig: ControllerConfig | undefined;
   private generation = 0;
   private synced = false;
@@ -140,6 +155,12 @@ export class DebugState {
       case 'DeploymentCompleted': {
         const d = event.deployment;
         this.lastDeployment = { id: d.id, reason: d.reason, reconcile: d.reconcile.seq, hash: d.config.hash, startedAt: d.startedAt, durationMs: event.durationMs, results: [...event.results] };
+        if (event.diff) {
+          const { from, to, files, truncated, text } = event.diff;
+          this.diffs.push({ deployment: d.id, reason: d.reason, at: now, ...(from !== undefined && { from }), to, files, truncated, text });
+          const keep = this.options.recentDiffs ?? 10;
+          if (this.diffs.length > keep) this.diffs.splice(0, this.diffs.length - keep);
+        }
         return;
       }
       default:
@@ -237,6 +258,8 @@ export class DebugState {
             ...(r.error !== undefined && { error: r.error.split('\n', 1)[0] }),
           })),
         },
+        // What the last deployments changed, oldest first (redacted, each bounded).
+        diffs: this.diffs.map((d) => ({ ...d, at: new Date(d.at).toISOString() })),
         ...(this.lastDeployment && config && config.settings.driftIntervalMs > 0 && {
           driftRedeployDueAt: new Date(this.lastDeployment.startedAt + this.lastDeployment.durationMs + config.settings.driftIntervalMs).toISOString(),
         }),

@@ -1,4 +1,5 @@
 import type { ControllerEvent, Deployment, InstanceResult, ObjectRef, RenderWarning } from '../events.ts';
+import { diffSummary } from '../haproxy/config-diff.ts';
 
 export type LogLevel = 'debug' | 'info' | 'warn' | 'error';
 
@@ -116,6 +117,27 @@ export function logLine(event: ControllerEvent): LogLine {
         fields: { object: objectLabel(event.object), status: event.status, retryInMs: event.retryInMs },
       };
   }
+}
+
+/**
+ * The diff a deployment applied, as a debug line of its own: the files in the message,
+ * the unified diff (bounded, credentials redacted) in the `diff` field, since messages
+ * are kept to one line. Nothing for other events.
+ */
+export function diffLogLine(event: ControllerEvent): LogLine | undefined {
+  if (event.type !== 'DeploymentCompleted' || !event.diff) return undefined;
+  const { diff } = event;
+  return {
+    level: 'debug',
+    msg: `deployment #${event.deployment.id} changed: ${diffSummary(diff)}`,
+    fields: {
+      deployment: event.deployment.id,
+      ...(diff.from && { from: diff.from.slice(0, 12) }),
+      to: diff.to.slice(0, 12),
+      truncated: diff.truncated,
+      ...(diff.text && { diff: diff.text }),
+    },
+  };
 }
 
 function objectLabel(ref: ObjectRef): string {

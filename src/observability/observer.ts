@@ -4,7 +4,7 @@ import type { ControllerConfig } from '../config/controller-config.ts';
 import type { ControllerEvent, Endpoint } from '../events.ts';
 import type { ResourceChange } from '../k8s/resource.ts';
 import { DebugState } from './debug-state.ts';
-import { logLine } from './event-log.ts';
+import { diffLogLine, logLine } from './event-log.ts';
 import { type Handler, json } from './http.ts';
 import { ReconcileLifecycle } from './lifecycle.ts';
 import type { Logger } from './logger.ts';
@@ -117,6 +117,8 @@ export function createObserver(options: ObserverOptions): Observer {
         debug.record(event, line, at, traceId);
         metrics.setReady(debug.readiness().ready);
         log[line.level]({ event: event.type, ...line.fields, ...(traceId && { trace_id: traceId }) }, line.msg);
+        const diff = diffLogLine(event);
+        if (diff) log.debug({ event: 'DeploymentDiff', ...diff.fields, ...(typeof diff.fields.diff === 'string' && { diff: scrub(diff.fields.diff) }), ...(traceId && { trace_id: traceId }) }, scrub(diff.msg));
         // Each object that has just become skipped (or partly applied) gets a line of its own.
         for (const w of newWarnings.take(event)) {
           const where = w.template !== undefined ? `${w.template}${w.line !== undefined ? `:${w.line}` : ''}` : undefined;

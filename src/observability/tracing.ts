@@ -4,6 +4,7 @@ import { resourceFromAttributes } from '@opentelemetry/resources';
 import { BatchSpanProcessor, NodeTracerProvider, type SpanProcessor } from '@opentelemetry/sdk-trace-node';
 import { ATTR_SERVICE_NAME, ATTR_SERVICE_VERSION } from '@opentelemetry/semantic-conventions';
 import type { ChangeRef, ControllerEvent, Reconcile } from '../events.ts';
+import { diffSummary } from '../haproxy/config-diff.ts';
 import type { OpenDeployment, ReconcileOutcome, Step } from './lifecycle.ts';
 import { safeAddress } from './redact.ts';
 
@@ -163,6 +164,11 @@ export class EventTracer {
         const failed = event.results.filter((r) => !r.ok);
         const end = open.deployment.startedAt + event.durationMs;
         deploy.span.setAttributes({ 'haprx.deployment.ok': event.results.length - failed.length, 'haprx.deployment.failed': failed.length });
+        if (event.diff) {
+          // The files as attributes, the text (redacted, bounded) as an event of the span.
+          deploy.span.setAttributes({ 'haprx.diff.files': event.diff.files.length, 'haprx.diff.summary': this.scrub(diffSummary(event.diff)), 'haprx.diff.truncated': event.diff.truncated });
+          if (event.diff.text) deploy.span.addEvent('diff', { 'haprx.diff.text': this.scrub(event.diff.text) }, time(end));
+        }
         if (failed.length > 0) deploy.span.setStatus({ code: SpanStatusCode.ERROR, message: `${failed.length} of ${event.results.length} instance(s) failed` });
         deploy.span.end(time(end));
         if (deploy.ownRoot) {

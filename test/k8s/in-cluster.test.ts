@@ -62,6 +62,12 @@ describe('in-cluster controller', () => {
     assert.equal(event.reportingInstance, 'replica-a');
     assert.equal(event.regarding.name, CONFIGMAP);
     assert.equal(event.regarding.uid, double.get('v1', 'configmaps', NS, CONFIGMAP)!.metadata.uid);
+    // The next deployment's Event says what it changed, as a unified diff.
+    double.create('v1', 'services', service('shop', 8443));
+    await until('the second Deployed Event', () => clusterEvents(double).filter((e) => e.reason === 'Deployed').length === 2);
+    const note = clusterEvents(double).filter((e) => e.reason === 'Deployed')[1]!.note;
+    assert.match(note, /^configuration [0-9a-f]{12} deployed to 2 instance\(s\) \(change\): haproxy\.cfg \+1 -0\n--- a\/haproxy\.cfg\t[0-9a-f]{12}\n/);
+    assert.match(note, /^\+# service apps\/shop port 8443$/m);
   });
 
   it('follows pod churn: a pod that becomes Ready gets the configuration, one that is no longer Ready is left out', async () => {

@@ -2,8 +2,10 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import type { ControllerEvent, Deployment, InstanceResult } from '../../src/events.ts';
+import { configDiff } from '../../src/haproxy/config-diff.ts';
 import { EventLimiter, clampNote, clusterEventFor } from '../../src/k8s/cluster-events.ts';
 import { type LeaseObject, decideLease, microTime } from '../../src/k8s/leader-election.ts';
+import { sealRendered } from '../../src/templating/rendered.ts';
 
 const T0 = Date.parse('2026-05-01T10:00:00.000Z');
 const lease = (holder: string, rv: string, extra: Partial<LeaseObject['spec']> = {}): LeaseObject => ({
@@ -124,6 +126,23 @@ describe('clusterEventFor', () => {
     assert.match(lines[1]!, /^\[ALERT\] \(1\) : x+…$/, 'alerts come before notices, each cut');
     assert.ok(lines.length >= 3);
     assert.match(lines.at(-1)!, /^… and \d+ more lines$/);
+  });
+
+  it('notes a deployment with the files it changed and its diff, cut at a line boundary to fit and marked so', () => {
+    const before = sealRendered({ main: 'global\n  maxconn 100\nbackend b\n  server s1 10.0.0.1:80\n', maps: { 'hosts.map': 'a.test b\n' }, files: {}, certs: {} });
+    const after = sealRendered({ main: 'global\n  maxconn 100\nbackend b\n  server s1 10.0.0.2:80\n', maps: { 'hosts.map': 'a.test b\n' }, files: {}, certs: {} });
+    const small = clusterEventFor({ type: 'DeploymentCompleted', deployment: { ...deployment, config: after }, results: [result(true)], durationMs: 9, diff: configDiff(before, after) })!;
+    const lines = small.note.split('\n');
+    assert.equal(lines[0], `configuration ${after.hash.slice(0, 12)} deployed to 1 instance(s) (change): haproxy.cfg +1 -1`);
+    assert.deepEqual(lines.slice(1, 3), [`--- a/haproxy.cfg\t${before.hash.slice(0, 12)}`, `+++ b/haproxy.cfg\t${after.hash.slice(0, 12)}`]);
+    assert.ok(lines.includes('-  server s1 10.0.0.1:80') && lines.includes('+  server s1 10.0.0.2:80'));
+    assert.ok(!small.note.includes('truncated'));
+
+    const many = (weight: number) => `global\n${Array.from({ length: 200 }, (_, i) => `backend b${i}\n  server s 10.0.0.1:80 weight ${weight}\n`).join('')}`;
+    const big = [many(1), many(2)].map((main) => sealRendered({ main, maps: {}, files: {}, certs: {} }));
+    const note = clusterEventFor({ type: 'DeploymentCompleted', deployment: { ...deployment, config: big[1]! }, results: [result(true)], durationMs: 9, diff: configDiff(big[0], big[1]!) })!.note;
+    assert.ok(Buffer.byteLength(note) <= 1024, String(Buffer.byteLength(note)));
+    assert.match(note, /\n(-|\+| ).*\n… \(truncated: the whole diff is in \/debug\/vars\)$/);
   });
 
   it('keeps notes within the 1024 bytes the API allows', () => {

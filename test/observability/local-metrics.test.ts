@@ -90,6 +90,15 @@ describe('haprx local: metrics, health and debug state across a scenario', () =>
     assert.ok(m.get('haprx_runtime_operations_total{endpoint="local"}')! >= 1);
     assert.equal(m.get('haprx_resources{resource="endpointslices"}'), 2, 'the same two slices');
     assert.equal(m.get('haprx_reconciliation_duration_seconds_count{outcome="deployed"}'), 2);
+    // What it changed: the server line, in /debug/vars and in the debug log.
+    const [diffs] = (await debugVars('$.scheduling.diffs')) as { deployment: number; files: unknown[]; text: string }[][];
+    const last = diffs!.at(-1)!;
+    assert.deepEqual(last.files, [{ path: 'haproxy.cfg', change: 'modified', added: 1, removed: 0 }]);
+    assert.match(last.text, new RegExp(`^\\+  server \\S+ 127\\.0\\.0\\.2:${echo.web1!.port}$`, 'm'));
+    const logged = await until('the diff in the log', () => haprx.records().find((r) => r.event === 'DeploymentDiff' && r.deployment === last.deployment), 5_000, logs);
+    assert.equal(logged.level, 20);
+    assert.equal(logged.msg, `deployment #${last.deployment} changed: haproxy.cfg +1 -0`);
+    assert.equal(logged.diff, last.text);
   });
 
   it('counts a configuration haproxy refuses as a validation error, stays ready, and shows the problem in /debug/vars', async () => {

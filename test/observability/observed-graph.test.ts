@@ -9,6 +9,8 @@ import { InMemorySpanExporter, NodeTracerProvider, SimpleSpanProcessor } from '@
 import { type Observable, concat, of, throwError } from 'rxjs';
 import { DEFAULT_SETTINGS } from '../../src/config/controller-config.ts';
 import type { ControllerEvent, Endpoint, InstanceOutcome } from '../../src/events.ts';
+import { configDiff } from '../../src/haproxy/config-diff.ts';
+import { clusterEventFor } from '../../src/k8s/cluster-events.ts';
 import type { ResourceChange } from '../../src/k8s/resource.ts';
 import { type Observer, createObserver } from '../../src/observability/observer.ts';
 import { sealRendered } from '../../src/templating/rendered.ts';
@@ -43,6 +45,7 @@ interface Run {
   spans: ReturnType<InMemorySpanExporter['getFinishedSpans']>;
   lines: string[];
   probes: Map<number, unknown>;
+  events: ControllerEvent[];
 }
 
 /** Runs ConfigAccepted + the graph for `ms` of virtual time, every event into one observer. */
@@ -53,15 +56,19 @@ function observed(setup: (cold: Cold, hot: Cold) => { deps: GraphDeps; settings?
   const { log, lines } = capturedLogger();
   const obs = createObserver({ log, now: () => scheduler.now(), tracer: provider.getTracer('test'), defaultMetrics: false, stallAfterMs: 10_000 });
   const probes = new Map<number, unknown>();
+  const events: ControllerEvent[] = [];
   scheduler.run(({ cold, hot, flush }) => {
     const built = setup(cold, hot);
     const events$ = concat(of<ControllerEvent>({ type: 'ConfigAccepted', generation: 1 }), graph(built.settings ?? settings, built.deps));
-    const subscription = events$.subscribe((event) => obs.record(event));
+    const subscription = events$.subscribe((event) => {
+      events.push(event);
+      obs.record(event);
+    });
     for (const [at, read] of Object.entries(probe ?? {})) scheduler.schedule(() => probes.set(Number(at), read(obs)), Number(at));
     scheduler.schedule(() => subscription.unsubscribe(), ms);
     flush();
   });
-  return { obs, spans: exporter.getFinishedSpans(), trees: spanTrees(exporter.getFinishedSpans()), lines, probes };
+  return { obs, spans: exporter.getFinishedSpans(), trees: spanTrees(exporter.getFinishedSpans()), lines, probes, events };
 }
 
 describe('observability of the graph (virtual time)', () => {
@@ -233,5 +240,47 @@ describe('observability of the graph (virtual time)', () => {
     const traceId = spans.find((s) => s.name === 'reconcile')!.spanContext().traceId;
     assert.deepEqual(records.slice(1).map((r) => r.trace_id), Array(6).fill(traceId));
     assert.equal(records[5]!.msg, 'deployed to e1: 1 runtime change(s), no reload in 20 ms');
+  });
+
+  it('shows what each deployment changed in the debug log, /debug/vars, the deploy span and the Deployed Event, with credentials redacted', () => {
+    const quick: GraphSettings = { ...settings, debounceMs: 0, watched: [{ name: 'services' }] };
+    const { obs, lines, spans, events } = observed((cold, hot) => {
+      const changes = hot<ResourceChange>('a s 2999ms b', { a: upsert('services', 'web', '1'), s: synced('services'), b: upsert('services', 'api', '1') });
+      const deps = fakes(cold, changes, [endpoint('e1')]);
+      return {
+        settings: quick,
+        deps: {
+          ...deps,
+          // One backend per Service, and a credential that must never show.
+          render: ({ resources }) => {
+            const names = resources.get('services')!.list().map((s) => s.metadata.name);
+            const main = `userlist admins\n  user root password s3cr3t-${names.length}\n${names.map((n) => `backend be_${n}\n  server s1 10.0.0.1:80\n`).join('')}`;
+            return cold<RenderOutcome>('10ms (r|)', { r: { ok: true, config: sealRendered({ main, maps: {}, files: {}, certs: {} }) } });
+          },
+          diff: (from, to) => configDiff(from, to),
+        },
+      };
+    }, 6_000);
+    const done = (obs.debug.snapshot() as { scheduling: { diffs: { deployment: number; reason: string; files: unknown[]; text: string }[] } }).scheduling.diffs;
+    assert.deepEqual(done.map((d) => [d.deployment, d.reason, d.files]), [
+      [1, 'change', [{ path: 'haproxy.cfg', change: 'added', added: 4, removed: 0 }]],
+      [2, 'change', [{ path: 'haproxy.cfg', change: 'modified', added: 3, removed: 1 }]],
+    ]);
+    assert.match(done[1]!.text, /^\+backend be_api\n\+ {2}server s1 10\.0\.0\.1:80$/m);
+    assert.match(done[1]!.text, /^- {2}user root password \[redacted\]\n\+ {2}user root password \[redacted\]$/m);
+    const records = lines.map((l) => JSON.parse(l) as { event?: string; level: number; msg: string; diff?: string });
+    const logged = records.filter((r) => r.event === 'DeploymentDiff');
+    assert.deepEqual(logged.map((r) => [r.level, r.msg, r.diff]), [
+      [20, 'deployment #1 changed: nothing to compare with: 1 file(s)', undefined],
+      [20, 'deployment #2 changed: haproxy.cfg +3 -1', done[1]!.text],
+    ]);
+    const span = spans.filter((s) => s.name === 'deploy')[1]!;
+    assert.equal(span.attributes['haprx.diff.summary'], 'haproxy.cfg +3 -1');
+    assert.equal(span.events.find((e) => e.name === 'diff')?.attributes?.['haprx.diff.text'], done[1]!.text);
+    const deployed = events.filter((e) => e.type === 'DeploymentCompleted').map((e) => clusterEventFor(e)!.note);
+    assert.match(deployed[1]!, /^configuration [0-9a-f]{12} deployed to 1 instance\(s\) \(change\): haproxy\.cfg \+3 -1\n--- a\/haproxy\.cfg/);
+    assert.ok(deployed[1]!.includes('\n+backend be_api\n'));
+    for (const text of [...deployed]) assert.ok(!/s3cr3t/.test(text));
+    for (const text of [...lines, JSON.stringify(obs.debug.snapshot())]) assert.ok(!/s3cr3t/.test(text), 'the credential never shows');
   });
 });
