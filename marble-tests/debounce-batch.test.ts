@@ -70,4 +70,40 @@ describe('debounceBatch', () => {
     });
     assert.deepEqual(batches, [['a', 'b']]);
   });
+
+  describe('leading (adaptive)', () => {
+    const leading = { dueTime: 500, maxWait: 2000, leading: true };
+
+    it('lets the first value after a quiet period go at once, alone, and batches those that follow it', () => {
+      marbles().run(({ cold, expectObservable }) => {
+        // a after quiet: at once; b and c follow within 500 ms: one batch 500 ms after c;
+        // d comes 1000 ms after c, after quiet again: at once.
+        const source = cold('a 99ms b 99ms c 999ms d');
+        expectObservable(source.pipe(debounceBatch(leading), map((batch) => batch.join('')))).toBe('a 699ms x 499ms y', { a: 'a', x: 'bc', y: 'd' });
+      });
+    });
+
+    it('takes a lone change at once each time it comes alone', () => {
+      marbles().run(({ cold, expectObservable }) => {
+        const source = cold('a 599ms b 599ms c');
+        expectObservable(source.pipe(debounceBatch(leading), map((batch) => batch.join('')))).toBe('a 599ms b 599ms c');
+      });
+    });
+
+    it('keeps the maximum wait for what follows the first value under churn', () => {
+      const emitted: { at: number; values: number[] }[] = [];
+      const scheduler = marbles();
+      scheduler.run(({ flush }) => {
+        interval(100)
+          .pipe(take(60), debounceBatch(leading))
+          .subscribe((values) => emitted.push({ at: scheduler.now(), values }));
+        flush();
+      });
+      // The first value (at 100) goes at once; the others come every 100 ms, never quiet,
+      // so batches close at the deadlines 2000 ms apart, and the rest when the source ends.
+      assert.deepEqual(emitted.map((e) => e.at), [100, 2100, 4100, 6000]);
+      assert.deepEqual(emitted[0]!.values, [0]);
+      assert.deepEqual(emitted.flatMap((e) => e.values), [...Array(60).keys()], 'every value, once, in order');
+    });
+  });
 });

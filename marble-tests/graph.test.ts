@@ -81,7 +81,7 @@ describe('graph', () => {
     assert.deepEqual(timeline, []);
   });
 
-  it('goes from the initial sync through render and validation to every endpoint, and batches a burst into one deployment', () => {
+  it('goes from the initial sync through render and validation to every endpoint; a burst goes at once and what follows is batched', () => {
     const timeline = run((cold, hot) => {
       const changes = hot<ResourceChange>('a 9ms b 9ms s 79ms t 899ms c 49ms d 49ms f', {
         a: upsert('services', 'web', '1'),
@@ -103,11 +103,15 @@ describe('graph', () => {
       [180, 'ok:e1'],
       [180, 'ok:e2'],
       [180, 'done1'],
-      // The burst at 1000, 1050 and 1100 is quiet from 1100: one reconcile at 1600.
-      [1600, 'T2'],
+      // The burst at 1000, 1050 and 1100: its first change comes after a quiet period and
+      // reconciles at once; the two that follow are quiet from 1100, one reconcile at 1600.
+      [1000, 'T2'],
+      [1010, 'R:api+web'],
+      [1060, 'V'],
+      [1600, 'T3'],
       [1610, 'R:api+db+web'],
       [1660, 'V'],
-      // Valid at 1660, but deployments start at least 2 s apart: 160 + 2000.
+      // Valid at 1060 and 1660, but deployments start at least 2 s apart: 160 + 2000, with the newest.
       [2160, 'D2:change'],
       [2180, 'ok:e1'],
       [2180, 'ok:e2'],
@@ -154,12 +158,13 @@ describe('graph', () => {
       '80 done1',
       // The store could not take it: a problem, no reconcile.
       '1000 problem:store services:undefined',
-      '2500 T2',
-      '2510 R:good',
-      '2560 V',
-      '2560 D2:change',
-      '2580 ok:e1',
-      '2580 done2',
+      // A lone change after a quiet period reconciles at once.
+      '2000 T2',
+      '2010 R:good',
+      '2060 V',
+      '2060 D2:change',
+      '2080 ok:e1',
+      '2080 done2',
     ]);
   });
 
@@ -180,16 +185,16 @@ describe('graph', () => {
       [60, 'D1:change'],
       [80, 'ok:e1'],
       [80, 'done1'],
-      [1500, 'T2'],
-      [1510, 'R:bad'],
-      [1560, 'V!'],
+      [1000, 'T2'],
+      [1010, 'R:bad'],
+      [1060, 'V!'],
       // e2 joins at 2000 and gets the last valid configuration, once 2 s have passed since 60.
       [2060, 'D2:endpoints'],
       [2080, 'ok:e2'],
       [2080, 'done2'],
-      [4500, 'T3'],
-      [4510, 'R:bad+good'],
-      [4560, 'V!'],
+      [4000, 'T3'],
+      [4010, 'R:bad+good'],
+      [4060, 'V!'],
     ]);
   });
 

@@ -35,6 +35,21 @@ describe('trigger', () => {
     });
   });
 
+  it('reconciles a lone change after a quiet period at once, and batches the changes that follow it', () => {
+    marbles().run(({ cold, expectObservable }) => {
+      const changes = cold<ResourceChange>('s 999ms a 99ms b 99ms c 1999ms d', {
+        s: synced('services'),
+        a: upsert('services', 'a', '1'),
+        b: upsert('services', 'b', '1'),
+        c: upsert('services', 'c', '1'),
+        d: upsert('services', 'd', '1'),
+      });
+      // a@1000 after 1 s of quiet: at once; b@1100 and c@1200 follow it: one reconcile at
+      // 1700; d@3200, quiet again: at once.
+      expectObservable(trigger(changes, ['services'], options).pipe(label)).toBe('s 999ms a 699ms x 1499ms d', { s: '1:config:0', a: '2:resources:1', x: '3:resources:2', d: '4:resources:1' });
+    });
+  });
+
   it('reconciles at least every 2 s while a set churns every 100 ms for 10 s', () => {
     const scheduler = marbles();
     const at: number[] = [];

@@ -28,6 +28,7 @@ const all: Mutant[] = [
   { stage: 'stores', file: 'streams/stores.ts', from: 'return changed ? [...problems, change] : [...problems];', to: 'return [...problems, change];', test: 'marble-tests/stores.test.ts' },
   { stage: 'trigger: sync gate', file: 'streams/trigger.ts', from: "g.opens || (g.wasOpen && g.change.type !== 'synced')", to: "g.opens || g.change.type !== 'synced'", test: 'marble-tests/trigger.test.ts' },
   { stage: 'trigger: max wait', file: 'streams/operators/debounce-batch.ts', from: 'timer(deadline - now, scheduler),', to: '', test: 'marble-tests/trigger.test.ts' },
+  { stage: 'trigger: a lone change after quiet waits for the debounce', file: 'streams/operators/debounce-batch.ts', from: 'if (immediate(first) || (leading && quiet))', to: 'if (immediate(first))', test: 'marble-tests/trigger.test.ts' },
   { stage: 'render: switchMap → mergeMap', file: 'streams/render.ts', from: 'switchMap((reconcile) =>', to: 'mutMergeMap((reconcile) =>', test: 'marble-tests/render.test.ts' },
   { stage: 'validate: switchMap → mergeMap', file: 'streams/validate.ts', from: 'switchMap(({ reconcile, config }) =>', to: 'mutMergeMap(({ reconcile, config }) =>', test: 'marble-tests/validate.test.ts' },
   { stage: 'validate: a check that could not run is not retried', file: 'streams/validate.ts', from: 'repeat({ delay: () => timer(retryInMs, scheduler) }),', to: '', test: 'marble-tests/validate.test.ts' },

@@ -17,7 +17,9 @@ const INITIAL: ReconcileCause = { reason: 'config', changes: [] };
  * Turns effective resource changes into reconciliations. Nothing happens until every
  * watched set has synced: a render of a half-listed cluster would deploy a config
  * missing backends. The moment the last set syncs, a configuration is complete and
- * reconciles at once; after that, bursts are batched by a debounce with a maximum wait.
+ * reconciles at once. After that the debounce adapts: the first change after a quiet
+ * period reconciles at once (a lone change waits for nothing), the changes that follow
+ * it are batched until the source is quiet again, and none waits longer than the maximum.
  */
 export function trigger(changes$: Observable<ResourceChange>, watched: readonly string[], options: TriggerOptions): Observable<Reconcile> {
   const scheduler = options.scheduler ?? asyncScheduler;
@@ -33,7 +35,7 @@ export function trigger(changes$: Observable<ResourceChange>, watched: readonly 
       filter((g) => g.opens || (g.wasOpen && g.change.type !== 'synced')),
     );
     const batches$ = gated$.pipe(
-      debounceBatch({ dueTime: options.debounceMs, maxWait: options.maxWaitMs, immediate: (g) => g.opens, scheduler }),
+      debounceBatch({ dueTime: options.debounceMs, maxWait: options.maxWaitMs, immediate: (g) => g.opens, leading: true, scheduler }),
       map((batch): ReconcileCause => {
         const changes = batch.filter((g) => !g.opens).map((g) => changeRef(g.change));
         return { reason: batch.some((g) => g.opens) ? 'config' : 'resources', changes };

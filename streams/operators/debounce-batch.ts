@@ -24,6 +24,12 @@ export interface DebounceBatchOptions<T> {
   maxWait: number;
   /** A value for which the batch closes at once, with it as the last member. */
   immediate?: (value: T) => boolean;
+  /**
+   * The first value after the source has been quiet for `dueTime` goes at once, alone:
+   * a lone change is not kept waiting for a burst that is not coming. Values that follow
+   * within `dueTime` are batched as usual, and `maxWait` still bounds their wait.
+   */
+  leading?: boolean;
   scheduler?: SchedulerLike;
 }
 
@@ -33,30 +39,42 @@ export interface DebounceBatchOptions<T> {
  * trailing debounce starves under continuous churn (an EndpointSlice updated every
  * 100 ms during a rolling deploy would never reconcile); the deadline prevents it.
  *
+ * With `leading`, the first value after a quiet period is a batch of its own, emitted
+ * at once; only what follows it is debounced.
+ *
  * The deadline is `maxWait` after the previous batch when that is still ahead,
  * otherwise `maxWait` after the batch's first value. So no value waits longer than
  * `maxWait`, and under continuous churn batches come every `maxWait`, not every
  * `maxWait` plus the gap to the next value.
  */
 export function debounceBatch<T>(options: DebounceBatchOptions<T>): OperatorFunction<T, T[]> {
-  const { dueTime, maxWait, immediate = () => false, scheduler = asyncScheduler } = options;
+  const { dueTime, maxWait, immediate = () => false, leading = false, scheduler = asyncScheduler } = options;
   if (dueTime <= 0) return map((value) => [value]);
   return (source) =>
     defer(() => {
       let lastEmit = -Infinity;
+      let lastValue = -Infinity;
       const close = (batch: T[]) => {
         lastEmit = scheduler.now();
         return batch;
       };
       return source.pipe(
+        // Whether each value came after a quiet period, decided as it arrives.
+        map((value) => {
+          const now = scheduler.now();
+          const quiet = now - lastValue >= dueTime;
+          lastValue = now;
+          return { value, quiet };
+        }),
         connect((shared$) =>
           shared$.pipe(
-            exhaustMap((first) => {
+            exhaustMap(({ value: first, quiet }) => {
               const batch = [first];
-              if (immediate(first)) return of(close(batch));
+              if (immediate(first) || (leading && quiet)) return of(close(batch));
               const now = scheduler.now();
               const deadline = lastEmit + maxWait > now ? lastEmit + maxWait : now + Math.max(maxWait, dueTime);
               const more$ = shared$.pipe(
+                map(({ value }) => value),
                 tap((value) => batch.push(value)),
                 share(),
               );
