@@ -82,7 +82,7 @@
 import type { Options } from 'ejs';
 import type { RenderError } from '../events.ts';
 import type { ResourceView } from '../k8s/store.ts';
-import { type AuxKind, AUX_KINDS, type RenderedConfig, auxPath, sealRendered } from './rendered.ts';
+import { type AuxKind, AUX_KINDS, type RenderedConfig, type ServerSet, auxPath, readKey, sealRendered } from './rendered.ts';
 import { abortRender, describeValue } from './abort.ts';
 import { auxText, haproxyWord, isFileName } from './escape.ts';
 import { type Helpers, type RenderSession, type RenderWarning, createHelpers } from './helpers.ts';
@@ -316,12 +316,15 @@ export function renderTemplates(templates: CompiledTemplates, input: RenderInput
         faults: new SystematicFaults(),
       };
       session.current = collected;
+      // Lookups go to the h.servers call being rendered, or to the render as a whole.
+      const reads = new Set<string>();
+      let reading: Set<string> | undefined;
       const context: Record<string, unknown> = {
-        resources: resourceSets(input.resources),
+        resources: resourceSets(input.resources, (set, key) => (reading ?? reads).add(readKey(set, key))),
         values: readOnly(input.values),
         h: helpersInRealm(templates),
       };
-      context.include = realm.expose((name: unknown, args?: unknown): string => {
+      const includeSnippet = (name: unknown, args?: unknown): string => {
         if (typeof name !== 'string') return abortRender(`include() takes a snippet name, got ${describeValue(name)}`);
         const snippet = templates.snippets.get(name);
         if (!snippet) {
@@ -338,8 +341,34 @@ export function renderTemplates(templates: CompiledTemplates, input: RenderInput
         } finally {
           active.pop();
         }
-      });
-      const run = (unit: CompiledTemplate, escape: Escape): string => {
+      };
+      context.include = realm.expose(includeSnippet);
+      const pending: Omit<ServerSet, 'start' | 'end'>[] = [];
+      const texts: string[] = [];
+      collected.servers = (backend, snippet, args) => {
+        if (collected.file !== 'haproxy.cfg') return abortRender('servers() writes server lines of haproxy.cfg, not of another file');
+        if (reading) return abortRender('servers() cannot be called from the snippet of another servers()');
+        if (typeof backend !== 'string' || backend === '') return abortRender(`servers(): the backend must be its name, got ${describeValue(backend)}`);
+        if (typeof snippet !== 'string') return abortRender(`servers(): the snippet must be its name, got ${describeValue(snippet)}`);
+        let json: string;
+        try {
+          json = JSON.stringify(args ?? {}) ?? 'null';
+        } catch (err) {
+          return abortRender(`servers(): the arguments must be plain data (${errorText(err)})`);
+        }
+        reading = new Set();
+        let text: string;
+        try {
+          // As JSON and frozen, exactly as a render of this snippet alone will get them.
+          text = includeSnippet(snippet, realm.sealText(json));
+        } finally {
+          pending.push({ backend, snippet, args: json, reads: [...reading] });
+          reading = undefined;
+        }
+        texts.push(text);
+        // A marker where the lines go, resolved once haproxy.cfg is complete: that tells where they stand.
+        return `\u0000${pending.length - 1}\u0000`;
+      };      const run = (unit: CompiledTemplate, escape: Escape): string => {
         current = unit.label;
         collected.file = unit.label;
         snippetEscape.current = escape;
@@ -349,7 +378,8 @@ export function renderTemplates(templates: CompiledTemplates, input: RenderInput
           throw faultFrom(thrown, unit);
         }
       };
-      const main = run(templates.main, haproxyWord);
+      const marked = run(templates.main, haproxyWord);
+      const { main, sets } = placeServerSets(marked, pending, texts);
       const aux = (kind: AuxKind) => {
         const out: Record<string, string> = {};
         for (const [name, unit] of templates[kind]) out[name] = run(unit, auxText);
@@ -362,9 +392,10 @@ export function renderTemplates(templates: CompiledTemplates, input: RenderInput
       // certFile() refuses template names, so the added files never replace a template's output.
       for (const [name, content] of collected.certs) certs[name] = content;
       const referencing = [...collected.referencing];
+      const serverSets = sets.length > 0 || pending.length > 0 ? { sets, reads: [...reads] } : undefined;
       const result: RenderResult = {
         ok: true,
-        config: sealRendered({ main, maps, files, certs, ...(referencing.length > 0 && { referencing }) }),
+        config: sealRendered({ main, maps, files, certs, ...(referencing.length > 0 && { referencing }) }, serverSets),
         warnings: [...collected.warnings.values()],
         statuses: collectStatuses(collected.declarations),
       };
@@ -373,6 +404,102 @@ export function renderTemplates(templates: CompiledTemplates, input: RenderInput
   } catch (thrown) {
     if (thrown instanceof RenderTimeout) return { ok: false, error: { template: active.at(-1) ?? current, message: thrown.message } };
     // run() and include() only let TemplateFaults out; anything else is a bad input or a bug here.
+    const fault = asFault(thrown);
+    if (fault) return { ok: false, error: { ...fault.fault } };
+    return { ok: false, error: { template: current, message: `internal error while rendering: ${errorText(thrown)}` } };
+  } finally {
+    if (session) session.current = undefined;
+  }
+}
+
+/**
+ * Replaces the markers h.servers left in haproxy.cfg by the server lines they stand
+ * for, and notes where each set's lines now stand. A set whose marker is not there
+ * exactly once (dropped, or written twice) keeps no record: its backend never takes
+ * the fast path.
+ */
+function placeServerSets(marked: string, pending: readonly Omit<ServerSet, 'start' | 'end'>[], texts: readonly string[]): { main: string; sets: ServerSet[] } {
+  if (pending.length === 0) return { main: marked, sets: [] };
+  const seen = new Map<number, number>();
+  for (const m of marked.matchAll(/\u0000(\d+)\u0000/g)) seen.set(Number(m[1]), (seen.get(Number(m[1])) ?? 0) + 1);
+  const parts: string[] = [];
+  const sets: ServerSet[] = [];
+  let length = 0;
+  let from = 0;
+  for (const m of marked.matchAll(/\u0000(\d+)\u0000/g)) {
+    const index = Number(m[1]);
+    const before = marked.slice(from, m.index);
+    const text = texts[index] ?? '';
+    parts.push(before, text);
+    length += before.length;
+    if (seen.get(index) === 1 && pending[index]) sets.push({ ...pending[index], start: length, end: length + text.length });
+    length += text.length;
+    from = m.index + m[0].length;
+  }
+  parts.push(marked.slice(from));
+  return { main: parts.join(''), sets };
+}
+
+export type ServerSetsResult = { ok: true; texts: string[]; reads: string[][] } | { ok: false; error: RenderError };
+
+/**
+ * Renders the snippets of some h.servers calls on their own, as the full render did,
+ * with what the sets hold now: the fast path's new server lines. Warnings are the
+ * full render's to report; they are dropped here.
+ */
+export function renderServerSets(templates: CompiledTemplates, sets: readonly Pick<ServerSet, 'snippet' | 'args'>[], input: RenderInput, options: RenderOptions = {}): ServerSetsResult {
+  const active: string[] = [];
+  const session = sessions.get(templates);
+  let current = 'haproxy.cfg';
+  try {
+    if (!session) return { ok: false, error: { template: current, message: 'templates must come from compileTemplates' } };
+    const snippetEscape = snippetEscapes.get(templates)!;
+    const realm = templateRealm();
+    return realm.run((): ServerSetsResult => {
+      const units = unitsOf.get(templates)!;
+      let reading: Set<string> = new Set();
+      session.current = {
+        warnings: new Map(),
+        certs: new Map(),
+        once: new Map(),
+        file: 'haproxy.cfg',
+        referencing: new Set(),
+        added: [],
+        locate: (thrown) => locateThrow(thrown, units, active.at(-1) ?? current),
+        declarations: [],
+        skips: new Map(),
+        running: () => active.at(-1) ?? current,
+        faults: new SystematicFaults(),
+        servers: () => abortRender('servers() cannot be called from the snippet of another servers()'),
+      };
+      snippetEscape.current = haproxyWord;
+      const context: Record<string, unknown> = {
+        resources: resourceSets(input.resources, (set, key) => reading.add(readKey(set, key))),
+        values: readOnly(input.values),
+        h: helpersInRealm(templates),
+      };
+      context.include = realm.expose(() => abortRender('include() is not available in the snippet of a servers() rendered alone'));
+      const texts: string[] = [];
+      const reads: string[][] = [];
+      for (const set of sets) {
+        const snippet = templates.snippets.get(set.snippet);
+        if (!snippet) return { ok: false, error: { template: `snippets/${set.snippet}`, message: 'no such snippet' } };
+        current = snippet.label;
+        reading = new Set();
+        active.push(snippet.label);
+        try {
+          texts.push(snippet.render(snippetLocals(realm.sealText(set.args), context)));
+        } catch (thrown) {
+          throw faultFrom(thrown, snippet);
+        } finally {
+          active.pop();
+        }
+        reads.push([...reading]);
+      }
+      return { ok: true, texts, reads };
+    }, options.timeoutMs ?? DEFAULT_RENDER_TIMEOUT_MS);
+  } catch (thrown) {
+    if (thrown instanceof RenderTimeout) return { ok: false, error: { template: active.at(-1) ?? current, message: thrown.message } };
     const fault = asFault(thrown);
     if (fault) return { ok: false, error: { ...fault.fault } };
     return { ok: false, error: { template: current, message: `internal error while rendering: ${errorText(thrown)}` } };

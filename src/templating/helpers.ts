@@ -117,6 +117,17 @@ export interface Helpers {
    */
   once(key: unknown, compute: unknown): unknown;
   /**
+   * The server lines of `backend`, as snippet `snippet` renders them with `args`: write
+   * it with `<%- h.servers(name, 'servers', { ns, service }) %>` in haproxy.cfg where the
+   * backend's `server` lines go. The controller records the call, and the lookups the
+   * snippet makes, so that when only what those lookups read changes (an EndpointSlice),
+   * it renders that snippet alone and applies the new servers at runtime at once, ahead
+   * of the full render. The snippet must write only `server` lines from its arguments
+   * (plain data: they are copied as JSON) and lookups; the full render still follows and
+   * wins where they differ.
+   */
+  servers(backend: unknown, snippet: unknown, args?: unknown): string;
+  /**
    * Adds a certificate file `ssl/<name>` with this content to the render and
    * returns its path. Registering the same name again with the same content
    * is a no-op; with other content, or a name a certificate template has, it
@@ -191,6 +202,8 @@ export interface RenderSession {
   running(): string;
   /** Every isolation and each unexpected error it caught: how a template fault is told from objects at fault. */
   faults: SystematicFaults;
+  /** h.servers, as the running render implements it. */
+  servers?(backend: unknown, snippet: unknown, args: unknown): string;
 }
 
 /** A property path (as for get) or a function of the item. */
@@ -351,6 +364,11 @@ export function createHelpers(known: KnownFiles, session: () => RenderSession | 
       if (typeof compute !== 'function') abortRender(`once(): expected a function to compute ${JSON.stringify(key)}`);
       if (!open.once.has(key)) open.once.set(key, (compute as () => unknown)());
       return open.once.get(key);
+    },
+    servers: (backend, snippet, args) => {
+      const open = session() ?? abortRender('servers() renders within a render, and no render is running');
+      if (!open.servers) abortRender('servers() is not available in this render');
+      return open.servers(backend, snippet, args);
     },
     certFile: (name, content) => {
       const open = session() ?? abortRender('certFile() adds to a render, and no render is running');

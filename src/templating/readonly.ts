@@ -41,7 +41,13 @@ export interface TemplateResourceView {
   readonly size: number;
 }
 
-function facade(name: string, view: ResourceView): TemplateResourceView {
+/**
+ * Told of every lookup a render makes into the sets: `key` is the index key looked up
+ * (the keys joined by NUL), or undefined for the whole set (list(), size).
+ */
+export type ReadListener = (set: string, key: string | undefined) => void;
+
+function facade(name: string, view: ResourceView, onRead: ReadListener | undefined): TemplateResourceView {
   const realm = templateRealm();
   const checked = (method: string, keys: unknown[]): string[] => {
     keys.forEach((k, i) => {
@@ -49,13 +55,17 @@ function facade(name: string, view: ResourceView): TemplateResourceView {
     });
     return keys as string[];
   };
+  const read = (keys: string[] | undefined) => {
+    onRead?.(name, keys?.join('\u0000'));
+    return keys;
+  };
   const methods = realm.record([
-    ['list', realm.expose(() => readOnly(view.list()))],
-    ['get', realm.expose((...keys: unknown[]) => readOnly(view.get(...checked('get', keys))))],
-    ['first', realm.expose((...keys: unknown[]) => readOnly(view.first(...checked('first', keys))))],
-    // One facade per render: the size cannot change under it.
-    ['size', view.size],
+    ['list', realm.expose(() => (read(undefined), readOnly(view.list())))],
+    ['get', realm.expose((...keys: unknown[]) => readOnly(view.get(...read(checked('get', keys))!)))],
+    ['first', realm.expose((...keys: unknown[]) => readOnly(view.first(...read(checked('first', keys))!)))],
   ]);
+  // One facade per render: the size cannot change under it. Reading it reads the whole set.
+  Object.defineProperty(methods, 'size', { get: realm.expose(() => (read(undefined), view.size)), enumerable: true });
   return Object.freeze(methods) as unknown as TemplateResourceView;
 }
 
@@ -64,13 +74,13 @@ function facade(name: string, view: ResourceView): TemplateResourceView {
  * is not configured aborts with the names that are, instead of handing the
  * template an undefined that fails later and further away.
  */
-export function resourceSets(sets: Readonly<Record<string, ResourceView>>): Readonly<Record<string, TemplateResourceView>> {
+export function resourceSets(sets: Readonly<Record<string, ResourceView>>, onRead?: ReadListener): Readonly<Record<string, TemplateResourceView>> {
   const realm = templateRealm();
   const names = Object.keys(sets).sort(compareCodeUnits);
   const entries: [string, unknown][] = [];
   for (const name of names) {
     const view = sets[name];
-    if (view) entries.push([name, facade(name, view)]);
+    if (view) entries.push([name, facade(name, view, onRead)]);
   }
   return realm.guarded(
     realm.record(entries),

@@ -22,6 +22,32 @@ export interface RenderedFiles {
 export interface RenderedConfig extends RenderedFiles {
   /** sha256 over every file, in a fixed order: equal hashes mean byte-identical output. */
   hash: string;
+  /** What h.servers recorded, for the fast path; not part of the hash (it is derived from the files). */
+  serverSets?: ServerSets;
+}
+
+/** One h.servers call whose output stands exactly once in haproxy.cfg. */
+export interface ServerSet {
+  backend: string;
+  snippet: string;
+  /** Its arguments as JSON. */
+  args: string;
+  /** Where its output stands in haproxy.cfg: [start, end) in UTF-16 code units. */
+  start: number;
+  end: number;
+  /** The lookups its snippet made: `set\u0001key` (NUL-joined index key), or `set\u0001` for the whole set. */
+  reads: readonly string[];
+}
+
+export interface ServerSets {
+  sets: readonly ServerSet[];
+  /** Lookups made anywhere else in the render: a change they read cannot take the fast path. */
+  reads: readonly string[];
+}
+
+/** How a lookup is recorded in ServerSet.reads and ServerSets.reads. */
+export function readKey(set: string, key: string | undefined): string {
+  return `${set}\u0001${key ?? ''}`;
 }
 
 export const AUX_DIRS = { maps: 'maps', files: 'general', certs: 'ssl' } as const;
@@ -35,7 +61,7 @@ function sortedRecord(record: Readonly<Record<string, string>>): Record<string, 
   return Object.fromEntries(Object.entries(record).sort(([a], [b]) => compareCodeUnits(a, b)));
 }
 
-export function sealRendered(files: RenderedFiles): RenderedConfig {
+export function sealRendered(files: RenderedFiles, serverSets?: ServerSets): RenderedConfig {
   const referencing = [...new Set(files.referencing ?? [])].sort(compareCodeUnits);
   const sealed = {
     main: files.main,
@@ -53,7 +79,7 @@ export function sealRendered(files: RenderedFiles): RenderedConfig {
   part('main', sealed.main);
   for (const kind of AUX_KINDS) for (const [name, content] of Object.entries(sealed[kind])) part(`${kind}/${name}`, content);
   if (referencing.length > 0) part('referencing', referencing.join('\n'));
-  return { ...sealed, hash: h.digest('hex') };
+  return { ...sealed, hash: h.digest('hex'), ...(serverSets && { serverSets }) };
 }
 
 /** The path of an auxiliary file relative to the directory that holds haproxy.cfg. */
