@@ -42,6 +42,9 @@ export interface Section {
   readonly text: string;
   /** Lines of the section that could not be tokenised (tokenises it). */
   readonly errors: readonly ParseError[];
+  /** Where `text` starts in the source, and its first line's number. */
+  readonly offset: number;
+  readonly firstLine: number;
 }
 
 export interface ParseError {
@@ -69,14 +72,16 @@ class LazySection implements Section {
   readonly name: string;
   readonly header: ConfigLine;
   readonly text: string;
-  private readonly firstLine: number;
+  readonly offset: number;
+  readonly firstLine: number;
   private parsed: { lines: ConfigLine[]; errors: ParseError[] } | undefined;
 
-  constructor(header: ConfigLine & { keyword: SectionType }, text: string, firstLine: number) {
+  constructor(header: ConfigLine & { keyword: SectionType }, text: string, offset: number, firstLine: number) {
     this.type = header.keyword;
     this.name = header.args[0] ?? '';
     this.header = header;
     this.text = text;
+    this.offset = offset;
     this.firstLine = firstLine;
   }
 
@@ -149,7 +154,7 @@ export function parseConfig(source: string): HaproxyConfig {
   const early: ParseError[] = [];
   let open: { header: ConfigLine & { keyword: SectionType }; bodyStart: number; firstLine: number } | undefined;
   const close = (until: number) => {
-    if (open) sections.push(new LazySection(open.header, source.slice(open.bodyStart, until), open.firstLine));
+    if (open) sections.push(new LazySection(open.header, source.slice(open.bodyStart, until), open.bodyStart, open.firstLine));
   };
   let n = 1;
   for (let at = 0; at < source.length; n++) {
@@ -177,6 +182,10 @@ export function parseConfig(source: string): HaproxyConfig {
     at = next;
   }
   close(source.length);
+  return configOf(orphans, sections, early);
+}
+
+function configOf(orphans: ConfigLine[], sections: Section[], early: ParseError[]): HaproxyConfig {
   return {
     orphans,
     sections,
@@ -185,6 +194,61 @@ export function parseConfig(source: string): HaproxyConfig {
       return [...early, ...sections.flatMap((s) => s.errors)].sort((a, b) => a.line - b.line);
     },
   };
+}
+
+/** A stretch of a configuration's text replaced: [start, end) of the old text by `text`. */
+export interface TextEdit {
+  start: number;
+  end: number;
+  text: string;
+}
+
+const lineBreaks = (text: string) => {
+  let n = 0;
+  for (let i = text.indexOf('\n'); i >= 0; i = text.indexOf('\n', i + 1)) n++;
+  return n;
+};
+
+/**
+ * The parse of a configuration made from `base`'s text by edits that each fall inside
+ * the body of one section and contain no section header (server lines): the sections
+ * the edits touch get their new text, the others are shared or only moved, and none
+ * is read again. A large configuration changed in a few backends costs what those
+ * backends cost, not a new split of the whole text.
+ */
+export function editConfig(base: HaproxyConfig, edits: readonly TextEdit[]): HaproxyConfig {
+  const sorted = [...edits].sort((a, b) => a.start - b.start);
+  const sections: Section[] = [];
+  let delta = 0;
+  let lines = 0;
+  let e = 0;
+  for (const section of base.sections) {
+    const start = section.offset;
+    const end = start + section.text.length;
+    let text = section.text;
+    let inside = 0;
+    let insideLines = 0;
+    let edited = false;
+    while (e < sorted.length && sorted[e]!.start >= start && sorted[e]!.end <= end) {
+      const edit = sorted[e++]!;
+      edited = true;
+      const at = edit.start - start + inside;
+      const old = text.slice(at, at + edit.end - edit.start);
+      text = text.slice(0, at) + edit.text + text.slice(at + edit.end - edit.start);
+      inside += edit.text.length - (edit.end - edit.start);
+      insideLines += lineBreaks(edit.text) - lineBreaks(old);
+    }
+    if (e < sorted.length && sorted[e]!.start < end) throw new RangeError(`an edit at ${sorted[e]!.start} is not inside one section body`);
+    if (!edited && delta === 0 && lines === 0) sections.push(section);
+    else {
+      const header = { ...section.header, line: section.header.line + lines } as ConfigLine & { keyword: SectionType };
+      sections.push(new LazySection(header, text, start + delta, section.firstLine + lines));
+    }
+    delta += inside;
+    lines += insideLines;
+  }
+  if (e < sorted.length) throw new RangeError(`an edit at ${sorted[e]!.start} is not inside a section body`);
+  return configOf(base.orphans, sections, [...base.orphanErrors]);
 }
 
 const QUOTING = /["'\\]/;

@@ -35,7 +35,7 @@
  *   map atomically, which is also fine.
  */
 import type { ConfigLine, HaproxyConfig, Section } from './config.ts';
-import { parseConfig } from './config.ts';
+import { type TextEdit, editConfig, parseConfig } from './config.ts';
 import type { RenderedConfig } from '../templating/rendered.ts';
 import { compareStrings, diffLines, lineKey, sectionLabel } from './plan-config.ts';
 import { planMap } from './plan-maps.ts';
@@ -155,12 +155,37 @@ export function planDeployment(previous: RenderedConfig | undefined, next: Rende
     reasons.push('the order of sections changed');
   }
 
+  const sections = planSections(changed, prevConfig, nextConfig);
+  reasons.push(...sections.reasons);
+
+  const mapOps: RuntimeOp[] = [];
+  for (const name of Object.keys(next.maps).sort(compareStrings)) {
+    const before = previous.maps[name];
+    const content = next.maps[name]!;
+    if (before === undefined || before === content) continue;
+    const map = planMap(name, before, content, nextConfig);
+    reasons.push(...map.reasons);
+    mapOps.push(...map.ops);
+  }
+
+  if (reasons.length > 0) return { kind: 'reload', reasons, after: drainOps(nextConfig) };
+  const ops = [...sections.early, ...mapOps, ...sections.late];
+  return ops.length === 0 ? { kind: 'none' } : { kind: 'runtime', ops };
+}
+
+/**
+ * The changes between pairs of sections with the same key, as runtime operations in
+ * the order they must run (`early`: server deletions that free an id, additions and
+ * changes, to go before map entries; `late`: removals), or the reasons they need a reload.
+ */
+function planSections(pairs: readonly { was: Section; is: Section }[], prevConfig: HaproxyConfig, nextConfig: HaproxyConfig): { reasons: string[]; early: RuntimeOp[]; late: RuntimeOp[] } {
+  const reasons: string[] = [];
   const running = once(() => runningFacts(prevConfig));
   const earlyDels: ServerDelOp[] = [];
   const adds: ServerAddOp[] = [];
   const changes: (RuntimeOp & ServerRef)[][] = [];
   const dels: ServerDelOp[] = [];
-  for (const { was, is } of changed) {
+  for (const { was, is } of pairs) {
     const label = sectionLabel(is);
     if (lineKey(was.header) !== lineKey(is.header)) {
       reasons.push(`${label}: header "${was.header.text}" changed to "${is.header.text}"`);
@@ -176,38 +201,50 @@ export function planDeployment(previous: RenderedConfig | undefined, next: Rende
       reasons.push(...others);
       continue;
     }
-    const servers = planServers(
-      is,
-      collectServers(prevConfig, was),
-      collectServers(nextConfig, is),
-      nextConfig,
-      running,
-    );
+    const servers = planServers(is, collectServers(prevConfig, was), collectServers(nextConfig, is), nextConfig, running);
     reasons.push(...servers.reasons);
     earlyDels.push(...servers.earlyDels);
     adds.push(...servers.adds);
     changes.push(...servers.changes);
     dels.push(...servers.dels);
   }
-
-  const mapOps: RuntimeOp[] = [];
-  for (const name of Object.keys(next.maps).sort(compareStrings)) {
-    const before = previous.maps[name];
-    const content = next.maps[name]!;
-    if (before === undefined || before === content) continue;
-    const map = planMap(name, before, content, nextConfig);
-    reasons.push(...map.reasons);
-    mapOps.push(...map.ops);
-  }
-
-  if (reasons.length > 0) return { kind: 'reload', reasons, after: drainOps(nextConfig) };
   // New capacity first (after deletes that free an id it takes), then changes and routing, removals last.
   earlyDels.sort(byServer);
   adds.sort(byServer);
   changes.sort((a, b) => byServer(a[0]!, b[0]!));
   dels.sort(byServer);
-  const ops = [...earlyDels, ...adds, ...changes.flat(), ...mapOps, ...dels];
+  return { reasons, early: [...earlyDels, ...adds, ...changes.flat()], late: dels };
+}
+
+/**
+ * The plan from `previous` to the render made from it by `edits` inside section
+ * bodies (the fast path's server lines), reading only the sections the edits touch.
+ * The parse of `next` is derived from `previous`'s and kept, so later plans from
+ * `next` do not split it again either.
+ */
+export function planEdits(previous: RenderedConfig, next: RenderedConfig, edits: readonly TextEdit[]): Plan {
+  const prevConfig = configOf(previous);
+  const nextConfig = editConfig(prevConfig, edits);
+  parsed.set(next, nextConfig);
+  const touched = new Set<number>();
+  for (const edit of edits) touched.add(sectionAt(prevConfig, edit.start));
+  const pairs = [...touched].sort((a, b) => a - b).map((i) => ({ was: prevConfig.sections[i]!, is: nextConfig.sections[i]! }));
+  const { reasons, early, late } = planSections(pairs, prevConfig, nextConfig);
+  if (reasons.length > 0) return { kind: 'reload', reasons, after: [] };
+  const ops = [...early, ...late];
   return ops.length === 0 ? { kind: 'none' } : { kind: 'runtime', ops };
+}
+
+/** The index of the section whose body holds `offset` (sections are in text order). */
+function sectionAt(config: HaproxyConfig, offset: number): number {
+  let lo = 0;
+  let hi = config.sections.length - 1;
+  while (lo < hi) {
+    const mid = (lo + hi + 1) >> 1;
+    if (config.sections[mid]!.offset <= offset) lo = mid;
+    else hi = mid - 1;
+  }
+  return lo;
 }
 
 function once<T>(compute: () => T): () => T {

@@ -75,6 +75,8 @@ export class Store implements ResourceView {
    */
   private readonly index = new Map<string, Bucket>();
   private readonly indexKeysOf = new Map<string, string[]>();
+  /** The index keys an object had before its last update, where they differ from its keys now. */
+  private readonly formerKeysOf = new Map<string, string[]>();
   private readonly indexBy: readonly CompiledPath[];
   private readonly strip: readonly string[];
   private readonly sealing: boolean;
@@ -179,6 +181,18 @@ export class Store implements ResourceView {
     return sorted;
   }
 
+  /**
+   * The index keys (every prefix) whose lookups the last update of an object changed:
+   * its keys now and, when its update moved it, the keys it had before. Undefined for
+   * an object the store does not hold. NUL joins the values of a key, as lookups do.
+   */
+  touchedKeys(key: string): readonly string[] | undefined {
+    const now = this.indexKeysOf.get(key);
+    if (!now) return undefined;
+    const former = this.formerKeysOf.get(key);
+    return former ? [...new Set([...now, ...former])] : now;
+  }
+
   /** Sorted lookup results kept, for tests: never more than the index keys in use. */
   get cachedLookups(): number {
     return this.sortedBuckets.size;
@@ -219,6 +233,9 @@ export class Store implements ResourceView {
   }
 
   private upsert({ key, object, indexKeys }: Prepared): void {
+    const former = this.indexKeysOf.get(key);
+    if (former && former.join(SEP) !== indexKeys.join(SEP)) this.formerKeysOf.set(key, former);
+    else this.formerKeysOf.delete(key);
     if (this.objects.has(key)) this.unindex(key);
     this.objects.set(key, object);
     this.indexKeysOf.set(key, indexKeys);
@@ -234,6 +251,7 @@ export class Store implements ResourceView {
 
   private remove(key: string): boolean {
     if (!this.objects.delete(key)) return false;
+    this.formerKeysOf.delete(key);
     this.unindex(key);
     this.sorted = undefined;
     return true;

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { findSection, parseConfig, tokenize } from '../../src/haproxy/config.ts';
+import { editConfig, findSection, parseConfig, tokenize } from '../../src/haproxy/config.ts';
 
 describe('tokenize', () => {
   it('splits on whitespace and drops comments', () => {
@@ -97,5 +97,22 @@ describe('parseConfig', () => {
     const config = parseConfig('"backend" one\n  # backend not\nback\\end two\n  server s 10.0.0.1:80\n');
     assert.deepEqual(config.sections.map((s) => [s.type, s.name, s.header.line]), [['backend', 'one', 1], ['backend', 'two', 3]]);
     assert.deepEqual(config.sections[1]!.lines.map((l) => l.line), [4]);
+  });
+
+  it('derives the parse of an edited text: edited sections read anew, later ones moved, earlier ones shared', () => {
+    const source = 'global\n  daemon\nbackend a\n  server s1 10.0.0.1:80\nbackend b\n  server s2 10.0.0.2:80\n';
+    const base = parseConfig(source);
+    const a = base.sections[1]!;
+    const at = a.offset + a.text.indexOf('10.0.0.1');
+    // Same length, and one that adds a line: both must show.
+    for (const text of ['10.0.0.9', '10.0.0.9:80\n  server s3 10.0.0.3']) {
+      const edited = source.slice(0, at) + text + source.slice(at + '10.0.0.1'.length);
+      const derived = editConfig(base, [{ start: at, end: at + '10.0.0.1'.length, text }]);
+      const fresh = parseConfig(edited);
+      assert.equal(derived.sections[0], base.sections[0]);
+      assert.deepEqual(derived.sections.map((s) => [s.type, s.name, s.text, s.offset, s.firstLine, s.header.line]), fresh.sections.map((s) => [s.type, s.name, s.text, s.offset, s.firstLine, s.header.line]));
+      assert.deepEqual(derived.sections[2]!.lines, fresh.sections[2]!.lines);
+    }
+    assert.throws(() => editConfig(base, [{ start: 0, end: 3, text: 'x' }]), /not inside/);
   });
 });

@@ -1,0 +1,142 @@
+/**
+ * The fast path's plan: what a batch of changes does to the server lines of the
+ * configuration instances run, found without a full render, and as runtime operations
+ * only. The full render records each h.servers call and every lookup (rendered.ts);
+ * a change that only lookups inside h.servers read is applied by rendering those
+ * snippets alone against the stores as they are now, splicing their new lines into
+ * the configuration, and planning just the backends they belong to.
+ *
+ * It declines (the full path then does everything) when a change is read anywhere
+ * else, is not an update of an object the stores hold (a deletion, a relist), when a
+ * snippet fails or writes anything but `server` lines, or when the new lines need a
+ * reload.
+ */
+import type { ChangeRef } from '../events.ts';
+import { type TextEdit, tokenize } from '../haproxy/config.ts';
+import { type RuntimeOp, planEdits } from '../haproxy/plan.ts';
+import { objectKey } from '../k8s/resource.ts';
+import type { ResourceView } from '../k8s/store.ts';
+import { type CompiledTemplates, renderServerSets } from './engine.ts';
+import { type RenderedConfig, type ServerSet, readKey, sealRendered } from './rendered.ts';
+
+/** A set the fast path reads: lookups, and which index keys a change moved. */
+export interface FastPathSet extends ResourceView {
+  touchedKeys(key: string): readonly string[] | undefined;
+}
+
+export interface FastPathInput {
+  /** The templates, compiled in this thread. */
+  templates: CompiledTemplates;
+  values: Readonly<Record<string, unknown>>;
+  timeoutMs: number;
+  /** The stores as they are now, by set name. */
+  resources: ReadonlyMap<string, FastPathSet>;
+}
+
+export type FastPlan =
+  | { kind: 'none' }
+  | { kind: 'runtime'; config: RenderedConfig; ops: readonly RuntimeOp[]; backends: readonly string[] }
+  | { kind: 'unsupported'; reason: string };
+
+interface Index {
+  /** Lookup → the server sets that made it. */
+  byRead: Map<string, number[]>;
+  /** Lookups made outside every server set. */
+  elsewhere: ReadonlySet<string>;
+}
+
+const indexes = new WeakMap<RenderedConfig, Index>();
+
+function indexOf(config: RenderedConfig): Index | undefined {
+  const sets = config.serverSets;
+  if (!sets) return undefined;
+  let index = indexes.get(config);
+  if (!index) {
+    const byRead = new Map<string, number[]>();
+    sets.sets.forEach((set, i) => {
+      for (const read of set.reads) {
+        let list = byRead.get(read);
+        if (!list) byRead.set(read, (list = []));
+        list.push(i);
+      }
+    });
+    index = { byRead, elsewhere: new Set(sets.reads) };
+    indexes.set(config, index);
+  }
+  return index;
+}
+
+const describe = (change: ChangeRef) => `${change.kind ?? change.resource} ${change.namespace ? `${change.namespace}/` : ''}${change.name ?? ''}`.trim();
+
+export function planFast(base: RenderedConfig, changes: readonly ChangeRef[], input: FastPathInput): FastPlan {
+  const index = indexOf(base);
+  if (!index || !base.serverSets) return { kind: 'unsupported', reason: 'the templates declare no server lines (h.servers)' };
+  const affected = new Set<number>();
+  for (const change of changes) {
+    if (change.type !== 'upsert' || change.name === undefined) return { kind: 'unsupported', reason: `${describe(change)}: a ${change.type} takes the full path` };
+    const set = input.resources.get(change.resource);
+    const keys = set?.touchedKeys(objectKey({ metadata: { name: change.name, ...(change.namespace !== undefined && { namespace: change.namespace }) } }));
+    if (!set || !keys) return { kind: 'unsupported', reason: `${describe(change)} is no longer stored` };
+    for (const read of [readKey(change.resource, undefined), ...keys.map((k) => readKey(change.resource, k))]) {
+      if (index.elsewhere.has(read)) return { kind: 'unsupported', reason: `${describe(change)} is read outside the server lines` };
+      for (const i of index.byRead.get(read) ?? []) affected.add(i);
+    }
+  }
+  if (affected.size === 0) return { kind: 'none' };
+
+  const sets = base.serverSets.sets;
+  const chosen = [...affected].sort((a, b) => a - b);
+  const rendered = renderServerSets(input.templates, chosen.map((i) => sets[i]!), { resources: Object.fromEntries(input.resources), values: input.values }, { timeoutMs: input.timeoutMs });
+  if (!rendered.ok) return { kind: 'unsupported', reason: `${rendered.error.template}${rendered.error.line !== undefined ? `:${rendered.error.line}` : ''}: ${rendered.error.message}` };
+
+  const edits: (TextEdit & { index: number; reads: readonly string[] })[] = [];
+  for (const [k, i] of chosen.entries()) {
+    const set = sets[i]!;
+    const text = rendered.texts[k]!;
+    if (text === base.main.slice(set.start, set.end)) continue;
+    const other = otherThanServers(text);
+    if (other !== undefined) return { kind: 'unsupported', reason: `snippets/${set.snippet} wrote "${other}" for backend ${set.backend}: only server lines can change at runtime` };
+    edits.push({ start: set.start, end: set.end, text, index: i, reads: rendered.reads[k]! });
+  }
+  if (edits.length === 0) return { kind: 'none' };
+
+  const config = sealRendered({ main: splice(base.main, edits), maps: base.maps, files: base.files, certs: base.certs, ...(base.referencing && { referencing: base.referencing }) }, { sets: moved(sets, edits), reads: base.serverSets.reads });
+  const plan = planEdits(base, config, edits);
+  if (plan.kind === 'reload') return { kind: 'unsupported', reason: `needs a reload: ${plan.reasons.slice(0, 3).join('; ')}` };
+  if (plan.kind === 'none') return { kind: 'none' };
+  return { kind: 'runtime', config, ops: plan.ops, backends: edits.map((e) => sets[e.index]!.backend) };
+}
+
+/** The first line that is neither a server line, a comment nor blank, if any. */
+function otherThanServers(text: string): string | undefined {
+  for (const raw of text.split('\n')) {
+    const tokens = tokenize(raw.replace(/\r$/, ''));
+    if ('error' in tokens) return raw.trim();
+    if (tokens.args.length > 0 && tokens.args[0] !== 'server') return tokens.text;
+  }
+  return undefined;
+}
+
+function splice(text: string, edits: readonly TextEdit[]): string {
+  const parts: string[] = [];
+  let from = 0;
+  for (const edit of edits) {
+    parts.push(text.slice(from, edit.start), edit.text);
+    from = edit.end;
+  }
+  parts.push(text.slice(from));
+  return parts.join('');
+}
+
+/** Every server set where it stands after the edits (in text order, as the sets are). */
+function moved(sets: readonly ServerSet[], edits: readonly (TextEdit & { index: number; reads: readonly string[] })[]): ServerSet[] {
+  const byIndex = new Map(edits.map((e) => [e.index, e]));
+  let delta = 0;
+  return sets.map((set, i) => {
+    const edit = byIndex.get(i);
+    const start = set.start + delta;
+    if (!edit) return delta === 0 ? set : { ...set, start, end: set.end + delta };
+    delta += edit.text.length - (set.end - set.start);
+    return { ...set, start, end: start + edit.text.length, reads: edit.reads };
+  });
+}

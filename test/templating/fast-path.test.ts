@@ -1,0 +1,141 @@
+import assert from 'node:assert/strict';
+import { before, describe, it } from 'node:test';
+import type { LoadedConfig } from '../../src/cli/load-config.ts';
+import type { ChangeRef } from '../../src/events.ts';
+import { planDeployment } from '../../src/haproxy/plan.ts';
+import type { KubeObject, ResourceChange } from '../../src/k8s/resource.ts';
+import { Store } from '../../src/k8s/store.ts';
+import { renderTemplates } from '../../src/templating/engine.ts';
+import { type FastPlan, planFast } from '../../src/templating/fast-path.ts';
+import type { RenderedConfig } from '../../src/templating/rendered.ts';
+import { changeRef } from '../../streams/trigger.ts';
+import { shippedTemplates } from '../webhook/support.ts';
+import { compiled } from './support.ts';
+
+const service = (i: number): KubeObject => ({ apiVersion: 'v1', kind: 'Service', metadata: { namespace: 'shop', name: `svc-${i}` }, spec: { ports: [{ name: 'http', port: 80 }] } });
+const slice = (i: number, ips: string[], port = 8080): KubeObject => ({
+  apiVersion: 'discovery.k8s.io/v1',
+  kind: 'EndpointSlice',
+  metadata: { namespace: 'shop', name: `svc-${i}-abc`, labels: { 'kubernetes.io/service-name': `svc-${i}` } },
+  addressType: 'IPv4',
+  ports: [{ name: 'http', port }],
+  endpoints: ips.map((ip) => ({ addresses: [ip], conditions: { ready: true } })),
+});
+const ingress = (i: number): KubeObject => ({
+  apiVersion: 'networking.k8s.io/v1',
+  kind: 'Ingress',
+  metadata: { namespace: 'shop', name: `ing-${i}` },
+  spec: { rules: [{ host: `app-${i}.example.com`, http: { paths: [{ path: '/', pathType: 'Prefix', backend: { service: { name: `svc-${i}`, port: { number: 80 } } } }] } }] },
+});
+
+/** The main thread's side, as the graph keeps it: unsealed stores, changes applied one by one. */
+function cluster(loaded: LoadedConfig) {
+  const stores = new Map(loaded.config.watch.map((w) => [w.name, new Store(w.name, { ...w, seal: false })]));
+  const apply = (change: ResourceChange): ChangeRef => {
+    stores.get(change.type === 'problem' ? '' : change.resource)!.apply(change);
+    return changeRef(change);
+  };
+  const values = { ...loaded.config.values, httpPort: 18080 };
+  const full = (): RenderedConfig => {
+    const result = renderTemplates(loaded.templates, { resources: Object.fromEntries(stores), values });
+    assert.ok(result.ok, JSON.stringify(!result.ok && result.error));
+    return result.config;
+  };
+  const fast = (base: RenderedConfig, changes: ChangeRef[]): FastPlan => planFast(base, changes, { templates: loaded.templates, values, timeoutMs: 10_000, resources: stores });
+  return { stores, apply, full, fast };
+}
+
+function runtime(plan: FastPlan) {
+  assert.equal(plan.kind, 'runtime', JSON.stringify(plan.kind === 'unsupported' ? plan.reason : plan.kind));
+  return plan as Extract<FastPlan, { kind: 'runtime' }>;
+}
+
+describe('planFast (shipped templates)', () => {
+  let loaded: LoadedConfig;
+  before(async () => {
+    loaded = await shippedTemplates();
+  });
+
+  const start = () => {
+    const c = cluster(loaded);
+    for (let i = 0; i < 5; i++) {
+      c.apply({ type: 'upsert', resource: 'services', object: service(i) });
+      c.apply({ type: 'upsert', resource: 'endpointslices', object: slice(i, [`10.0.${i}.1`, `10.0.${i}.2`]) });
+      c.apply({ type: 'upsert', resource: 'ingresses', object: ingress(i) });
+    }
+    return c;
+  };
+
+  it('turns an endpoint change into runtime operations and the very configuration a full render gives', () => {
+    const c = start();
+    const base = c.full();
+    const change = c.apply({ type: 'upsert', resource: 'endpointslices', object: slice(3, ['10.0.3.1', '10.0.3.9']) });
+    const plan = runtime(c.fast(base, [change]));
+    assert.equal(plan.config.hash, c.full().hash);
+    assert.deepEqual(plan.backends, ['be_shop_svc-3_80']);
+    assert.deepEqual(plan.ops.map((op) => `${op.kind} ${'server' in op ? op.server : ''}`), ['server-add srv_10.0.3.9_8080', 'server-del srv_10.0.3.2_8080']);
+    // The plan a target makes from the base is the same.
+    assert.deepEqual(planDeployment(base, plan.config), { kind: 'runtime', ops: plan.ops });
+  });
+
+  it('builds on its own predictions: every step equals a full render', () => {
+    const c = start();
+    let base = c.full();
+    for (let step = 0; step < 4; step++) {
+      const i = step % 5;
+      const change = c.apply({ type: 'upsert', resource: 'endpointslices', object: slice(i, Array.from({ length: step + 1 }, (_, e) => `10.9.${i}.${e}`), 8080 + step) });
+      const plan = runtime(c.fast(base, [change]));
+      assert.equal(plan.config.hash, c.full().hash, `step ${step}`);
+      base = plan.config;
+    }
+  });
+
+  it('declines what it cannot do: a change read outside the server lines, a deletion', () => {
+    const c = start();
+    const base = c.full();
+    const svc = c.apply({ type: 'upsert', resource: 'services', object: { ...service(1), spec: { ports: [{ name: 'web', port: 80 }] } } });
+    assert.deepEqual(c.fast(base, [svc]), { kind: 'unsupported', reason: 'Service shop/svc-1 is read outside the server lines' });
+    const gone = c.apply({ type: 'delete', resource: 'endpointslices', object: slice(2, []) });
+    assert.deepEqual(c.fast(base, [gone]), { kind: 'unsupported', reason: 'EndpointSlice shop/svc-2-abc: a delete takes the full path' });
+  });
+
+  it('has nothing to do for a change no server lines read, or that leaves them as they were', () => {
+    const c = start();
+    const base = c.full();
+    const stray = c.apply({ type: 'upsert', resource: 'endpointslices', object: { ...slice(7, ['10.7.0.1']), metadata: { namespace: 'other', name: 'x', labels: { 'kubernetes.io/service-name': 'nobody' } } } });
+    assert.deepEqual(c.fast(base, [stray]), { kind: 'none' });
+    const same = c.apply({ type: 'upsert', resource: 'endpointslices', object: { ...slice(0, ['10.0.0.2', '10.0.0.1']), metadata: { ...slice(0, []).metadata, resourceVersion: '2' } } });
+    assert.deepEqual(c.fast(base, [same]), { kind: 'none' });
+  });
+});
+
+describe('planFast (its own templates)', () => {
+  const slices = () => new Store('slices', { indexBy: ['$.metadata.namespace', '$.metadata.labels["kubernetes.io/service-name"]'], seal: false });
+  const main = `global
+  maxconn 10
+defaults
+  timeout connect 1s
+backend be
+  balance <%- values.balance %>
+<%- h.servers('be', 'servers', {}) -%>
+`;
+
+  it('declines lines other than server lines, and servers that need a reload', () => {
+    for (const [snippet, balance, reason] of [
+      ["<% for (const s of resources.slices.get('shop', 'web')) { %>  timeout server 5s\n<% } %>", 'roundrobin', /wrote "timeout server 5s" for backend be/],
+      ["<% for (const s of resources.slices.get('shop', 'web')) { %>  server <%= s.metadata.name %> 10.0.0.1:80\n<% } %>", 'static-rr', /needs a reload: backend be: uses balance static-rr/],
+    ] as const) {
+      const templates = compiled({ main, snippets: { servers: snippet } });
+      const store = slices();
+      const values = { balance };
+      const result = renderTemplates(templates, { resources: { slices: store }, values });
+      assert.ok(result.ok);
+      const object = slice(1, ['10.0.0.1']);
+      object.metadata.labels = { 'kubernetes.io/service-name': 'web' };
+      store.apply({ type: 'upsert', resource: 'slices', object });
+      const plan = planFast(result.config, [changeRef({ type: 'upsert', resource: 'slices', object })], { templates, values, timeoutMs: 1_000, resources: new Map([['slices', store]]) });
+      assert.equal(plan.kind, 'unsupported');
+      assert.match((plan as { reason: string }).reason, reason);
+    }
+  });
+});
