@@ -418,15 +418,18 @@ export function renderTemplates(templates: CompiledTemplates, input: RenderInput
  * exactly once (dropped, or written twice) keeps no record: its backend never takes
  * the fast path.
  */
+/** Where h.servers left its lines: NUL, the call's number, NUL (NUL cannot come from a template's `<%= %>`). */
+const MARKER = new RegExp(`${String.fromCharCode(0)}(\\d+)${String.fromCharCode(0)}`, 'g');
+
 function placeServerSets(marked: string, pending: readonly Omit<ServerSet, 'start' | 'end'>[], texts: readonly string[]): { main: string; sets: ServerSet[] } {
   if (pending.length === 0) return { main: marked, sets: [] };
   const seen = new Map<number, number>();
-  for (const m of marked.matchAll(/\u0000(\d+)\u0000/g)) seen.set(Number(m[1]), (seen.get(Number(m[1])) ?? 0) + 1);
+  for (const m of marked.matchAll(MARKER)) seen.set(Number(m[1]), (seen.get(Number(m[1])) ?? 0) + 1);
   const parts: string[] = [];
   const sets: ServerSet[] = [];
   let length = 0;
   let from = 0;
-  for (const m of marked.matchAll(/\u0000(\d+)\u0000/g)) {
+  for (const m of marked.matchAll(MARKER)) {
     const index = Number(m[1]);
     const before = marked.slice(from, m.index);
     const text = texts[index] ?? '';
