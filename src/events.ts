@@ -1,6 +1,7 @@
 import type { ConfigDiff } from './haproxy/config-diff.ts';
 import type { ResourceChange } from './k8s/resource.ts';
 import type { ObjectStatus } from './status/types.ts';
+import type { RuntimeOp } from './haproxy/plan-types.ts';
 import type { RenderedConfig } from './templating/rendered.ts';
 
 /** A HAProxy instance to deploy to: a Data Plane API URL, or the local process. */
@@ -46,6 +47,8 @@ export interface Reconcile {
   seq: number;
   cause: ReconcileCause;
   at: number;
+  /** When the oldest change of the batch was seen: where the propagation time starts. */
+  firstChangeAt?: number;
   trace?: TraceRef;
 }
 
@@ -127,6 +130,20 @@ export type ControllerEvent =
    * nothing about the configuration, which is checked again after `retryInMs`.
    */
   | { type: 'ValidationUnavailable'; reconcile: Reconcile; config: RenderedConfig; message: string; attempt: number; retryInMs: number; durationMs: number }
+  /**
+   * The fast path found the batch's changes to be new server lines of `backends` only, and
+   * goes to the instances with the runtime operations from the configuration `from` (a
+   * hash) to `config`, ahead of the full render, which follows.
+   */
+  | { type: 'FastPathPlanned'; reconcile: Reconcile; config: RenderedConfig; from: string; ops: readonly RuntimeOp[]; backends: readonly string[]; durationMs: number }
+  /** The fast path could not take these changes: the full path alone applies them. */
+  | { type: 'FastPathSkipped'; reconcile: Reconcile; reason: string; durationMs: number }
+  /**
+   * A validated configuration whose render began before the fast path applied newer
+   * server lines to `backends`: deploying it would take them back, so it goes no further;
+   * the render that began after them follows.
+   */
+  | { type: 'ValidatedSuperseded'; reconcile: Reconcile; backends: readonly string[] }
   | { type: 'DeploymentStarted'; deployment: Deployment }
   | { type: 'InstanceDeployed'; deployment: Deployment; result: InstanceResult }
   | { type: 'InstanceDeployFailed'; deployment: Deployment; result: InstanceResult }
@@ -166,9 +183,16 @@ export interface DeployRequest extends Desired {
   /**
    * change: a new configuration; endpoints: instances that joined or came back; drift:
    * nothing deployed for the drift interval; leader: this replica took over; retry: a
-   * failed instance, again; credentials: new Data Plane credentials.
+   * failed instance, again; credentials: new Data Plane credentials; fast: the fast
+   * path's runtime operations (see `fast`).
    */
-  reason: 'change' | 'drift' | 'endpoints' | 'leader' | 'retry' | 'credentials';
+  reason: 'change' | 'drift' | 'endpoints' | 'leader' | 'retry' | 'credentials' | 'fast';
+  /**
+   * Set on fast path requests: the operations that take an instance running the
+   * configuration `from` (a hash) to this one. Instances apply them at runtime or not at
+   * all: never a reload, since this configuration was not checked by haproxy -c.
+   */
+  fast?: { from: string; ops: readonly RuntimeOp[] };
   /** When the deployment was wanted; the gap to its start is the scheduler's wait. */
   queuedAt: number;
 }

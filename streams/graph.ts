@@ -1,4 +1,4 @@
-import { EMPTY, type Observable, type SchedulerLike, Subject, asyncScheduler, connect, defer, filter, ignoreElements, map, merge, of, share, tap } from 'rxjs';
+import { EMPTY, type Observable, type SchedulerLike, Subject, asyncScheduler, concatMap, connect, defer, filter, ignoreElements, map, merge, of, share, tap } from 'rxjs';
 import { type BackoffOptions, RETRY_BACKOFF } from '../src/backoff.ts';
 import type { ControllerConfig } from '../src/config/controller-config.ts';
 import type { ControllerEvent, Endpoint, InstanceOutcome, Deployment, Reconcile, ValidatedEvent } from '../src/events.ts';
@@ -8,6 +8,7 @@ import type { RenderedConfig } from '../src/templating/rendered.ts';
 import { deployer } from './deploy.ts';
 import { type Describe, deploymentDiffs } from './deployment-diff.ts';
 import { drift } from './drift.ts';
+import { type FastPathOutcome, fastPath, fastRequests } from './fast-path.ts';
 import { deployRequests, desired, redeployOn } from './endpoints.ts';
 import { whileLeader } from './leadership.ts';
 import { stageName, supervise } from './operators/supervise.ts';
@@ -35,6 +36,14 @@ export interface RenderInput {
   resources: ReadonlyMap<string, ResourceView>;
 }
 
+export interface FastPlanInput {
+  /** The configuration the instances run, or are being given. */
+  base: RenderedConfig;
+  reconcile: Reconcile;
+  /** The graph's stores, as they are now. */
+  resources: ReadonlyMap<string, Store>;
+}
+
 /** Everything the graph does to the world comes in here, so tests can drive it in virtual time. */
 export interface GraphDeps {
   /** Changes of every watched set, including each set's `synced`. */
@@ -42,6 +51,8 @@ export interface GraphDeps {
   /** The current HAProxy instances. */
   endpoints$: Observable<readonly Endpoint[]>;
   render(input: RenderInput): Observable<RenderOutcome>;
+  /** The fast path's plan (synchronous); without it, every change takes the full path. */
+  fastPlan?(input: FastPlanInput): FastPathOutcome;
   validate(config: RenderedConfig): Observable<ValidateOutcome>;
   deployTo(endpoint: Endpoint, deployment: Deployment): Observable<InstanceOutcome>;
   /** The diff each completed deployment carries (redacted and bounded); without it, none. */
@@ -60,9 +71,10 @@ export interface GraphDeps {
 /**
  * The controller for one controller configuration, as one stream of events:
  *
- *   changes$ → stores → trigger (sync gate, debounce with max wait)
+ *   changes$ → stores → trigger (sync gate, adaptive debounce with max wait)
  *            → render (switchMap; unchanged output stops here)      ◄─ verdicts
  *            → validate (switchMap; a check that could not run is retried)
+ *            → fast path gate (a valid config older than the fast path's servers stops)
  *            → desired (newest valid config × instances)
  *            → requests: new config, (re)joined instance, drift, credentials,
  *                        failed instance retried with backoff        ◄─ deploy outcomes
@@ -70,6 +82,9 @@ export interface GraphDeps {
  *            → schedule (throttle, single flight, waiting requests merged)
  *            → deploy (mergeMap over endpoints)
  *            → diffs (each completed deployment: what it changed on its instances)
+ *
+ *   fast path: trigger → new server lines planned at once (runtime operations only)
+ *            → requests (reason fast) → deploy in order, past the schedule's interval
  *
  * `connect` subscribes every branch before the change source starts, so no event
  * is missed by a branch that subscribed late. The two feedback edges are subjects fed
@@ -102,8 +117,13 @@ export function graph(settings: GraphSettings, deps: GraphDeps): Observable<Cont
           tap((verdict) => verdicts.next(verdict)),
           share(),
         );
+        const fastPlan = deps.fastPlan;
+        const fast$ = fastPath(reconciles$, validated$.pipe(filter((e): e is ValidatedEvent => e.type === 'Validated')), {
+          plan: (base, reconcile) => (fastPlan ? fastPlan({ base, reconcile, resources: stores }) : { kind: 'none' }),
+          scheduler,
+        }).pipe(stageName('fast path'), share());
         const desired$ = desired(
-          validated$.pipe(filter((e): e is ValidatedEvent => e.type === 'Validated')),
+          fast$.pipe(filter((e): e is ValidatedEvent => e.type === 'Validated')),
           deps.endpoints$.pipe(stageName('endpoints')),
         ).pipe(share());
         const requests$ = merge(
@@ -111,13 +131,23 @@ export function graph(settings: GraphSettings, deps: GraphDeps): Observable<Cont
           drift(desired$, settings.driftIntervalMs, scheduler),
           redeployOn(deps.credentials$ ?? EMPTY, desired$, 'credentials', scheduler),
           instanceRetries(deployEvents, desired$, retrying),
+          fastRequests(fast$, desired$, scheduler),
         ).pipe(stageName('requests'));
         const deploy = deployer({ deployTo: deps.deployTo, scheduler }, { maxParallel: settings.maxParallel, timeoutMs: settings.deployTimeoutMs });
         const deployed$ = whileLeader(
           requests$,
           desired$,
           (deps.leader$ ?? of(true)).pipe(stageName('leadership')),
-          (leading$) => schedule(leading$, deploy, settings.minDeployIntervalMs, scheduler),
+          // Fast path requests carry runtime operations only: they go at once and in order,
+          // not held to the interval between deployments that protects against reloads.
+          (leading$) =>
+            merge(
+              schedule(leading$.pipe(filter((r) => r.reason !== 'fast')), deploy, settings.minDeployIntervalMs, scheduler),
+              leading$.pipe(
+                filter((r) => r.reason === 'fast'),
+                concatMap(deploy),
+              ),
+            ),
           scheduler,
         ).pipe(
           stageName('deploy'),
@@ -131,6 +161,7 @@ export function graph(settings: GraphSettings, deps: GraphDeps): Observable<Cont
           reconciles$.pipe(map((reconcile): ControllerEvent => ({ type: 'ReconcileTriggered', reconcile }))),
           rendered$,
           validated$,
+          fast$.pipe(filter((e) => e.type !== 'Validated')),
           deps.diff ? deploymentDiffs(deployed$, deps.diff).pipe(stageName('diff')) : deployed$,
         );
       }),

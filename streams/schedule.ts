@@ -43,7 +43,7 @@ export function schedule<E>(
 }
 
 /** When requests merge, the reason that says most about the deployment names it. */
-const RANK: Readonly<Record<DeployRequest['reason'], number>> = { change: 5, leader: 4, credentials: 3, endpoints: 2, retry: 1, drift: 0 };
+const RANK: Readonly<Record<DeployRequest['reason'], number>> = { fast: 6, change: 5, leader: 4, credentials: 3, endpoints: 2, retry: 1, drift: 0 };
 
 /**
  * Two waiting requests as one. Every request carries the newest configuration when it

@@ -72,6 +72,22 @@ export function logLine(event: ControllerEvent): LogLine {
         msg: `validation could not run (attempt ${event.attempt}): ${firstLine(event.message)}; checking again in ${event.retryInMs} ms, the last good configuration stays live`,
         fields: { reconcile: event.reconcile.seq, attempt: event.attempt, retryInMs: event.retryInMs, durationMs: event.durationMs },
       };
+    case 'FastPathPlanned': {
+      const shown = event.backends.slice(0, MAX_PROBLEMS).join(', ') + (event.backends.length > MAX_PROBLEMS ? ` and ${event.backends.length - MAX_PROBLEMS} more` : '');
+      return {
+        level: 'info',
+        msg: `fast path: ${event.ops.length} runtime change(s) to the servers of ${shown}, planned in ${event.durationMs} ms`,
+        fields: { reconcile: event.reconcile.seq, backends: event.backends.length, runtimeOps: event.ops.length, durationMs: event.durationMs },
+      };
+    }
+    case 'FastPathSkipped':
+      return { level: 'debug', msg: `fast path not taken, the full render applies the changes: ${firstLine(event.reason)}`, fields: { reconcile: event.reconcile.seq, durationMs: event.durationMs } };
+    case 'ValidatedSuperseded':
+      return {
+        level: 'debug',
+        msg: `valid, but older than the servers the fast path applied to ${event.backends.slice(0, MAX_PROBLEMS).join(', ')}: not deployed, a newer render follows`,
+        fields: { reconcile: event.reconcile.seq, backends: event.backends.length },
+      };
     case 'DeploymentStarted': {
       const d = event.deployment;
       return {

@@ -122,7 +122,16 @@ export class ReconcileLifecycle {
       case 'TargetRestarted':
       case 'StatusWritten':
       case 'StatusWriteFailed':
+      case 'FastPathPlanned':
+      case 'FastPathSkipped':
         return step;
+      case 'ValidatedSuperseded': {
+        // Validated, but older than what the fast path applied: it is not deployed.
+        const entry = this.find(event.reconcile);
+        step.entry = entry;
+        if (entry) end(entry, 'superseded');
+        return step;
+      }
       case 'ReconcileTriggered': {
         const entry: OpenReconcile = { key: this.key(event.reconcile.seq), generation: this.generation, reconcile: event.reconcile, stage: 'rendering', stageSince: now };
         supersede('rendering', entry.key);

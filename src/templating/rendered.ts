@@ -45,6 +45,19 @@ export interface ServerSets {
   reads: readonly string[];
 }
 
+const linesByBackend = new WeakMap<RenderedConfig, Map<string, string>>();
+
+/** The server lines a render wrote for a backend through h.servers, if it recorded them. */
+export function serverLines(config: RenderedConfig, backend: string): string | undefined {
+  if (!config.serverSets) return undefined;
+  let lines = linesByBackend.get(config);
+  if (!lines) {
+    lines = new Map(config.serverSets.sets.map((s) => [s.backend, config.main.slice(s.start, s.end)]));
+    linesByBackend.set(config, lines);
+  }
+  return lines.get(backend);
+}
+
 /** How a lookup is recorded in ServerSet.reads and ServerSets.reads. */
 export function readKey(set: string, key: string | undefined): string {
   return `${set}\u0001${key ?? ''}`;

@@ -1,0 +1,95 @@
+import assert from 'node:assert/strict';
+import { describe, it } from 'node:test';
+import { map } from 'rxjs';
+import type { DeployRequest, Desired, Reconcile, ValidatedEvent } from '../src/events.ts';
+import { type RenderedConfig, sealRendered } from '../src/templating/rendered.ts';
+import { type FastEvent, type FastPathOutcome, fastPath, fastRequests } from '../streams/fast-path.ts';
+import { endpoint, marbles } from './helpers.ts';
+
+/** A configuration whose one backend `be` has these server lines, recorded as h.servers records them. */
+function config(lines: string, extra = ''): RenderedConfig {
+  const head = `${extra}backend be\n`;
+  return sealRendered({ main: `${head}${lines}`, maps: {}, files: {}, certs: {} }, { sets: [{ backend: 'be', snippet: 'servers', args: '{}', start: head.length, end: head.length + lines.length, reads: [] }], reads: [] });
+}
+
+const reconcile = (seq: number, reason: Reconcile['cause']['reason'] = 'resources'): Reconcile => ({ seq, cause: { reason, changes: [] }, at: 0 });
+const validated = (seq: number, c: RenderedConfig): ValidatedEvent => ({ type: 'Validated', reconcile: reconcile(seq), config: c, durationMs: 0 });
+
+/** The fake plan: reconciliation n gives server line `sN`, or declines when `declines` has it. */
+function planner(declines: number[] = []) {
+  const bases: string[] = [];
+  const plan = (base: RenderedConfig, r: Reconcile): FastPathOutcome => {
+    bases.push(base.main.split('\n')[1] ?? '');
+    if (declines.includes(r.seq)) return { kind: 'unsupported', reason: `#${r.seq} is not only servers` };
+    return { kind: 'runtime', config: config(`s${r.seq}\n`), ops: [{ kind: 'server-addr', backend: 'be', server: 's', host: '10.0.0.1', port: r.seq }], backends: ['be'] };
+  };
+  return { plan, bases };
+}
+
+const label = map((e: FastEvent | ValidatedEvent): string => {
+  switch (e.type) {
+    case 'FastPathPlanned':
+      return `F${e.reconcile.seq}:${e.config.main.split('\n')[1]}`;
+    case 'FastPathSkipped':
+      return `S${e.reconcile.seq}`;
+    case 'ValidatedSuperseded':
+      return `X${e.reconcile.seq}`;
+    case 'Validated':
+      return `V${e.reconcile.seq}`;
+  }
+});
+
+describe('fastPath', () => {
+  it('plans each batch of changes at once, on the last validated configuration and then on its own plans', () => {
+    const p = planner();
+    marbles().run(({ hot, expectObservable }) => {
+      const validated$ = hot<ValidatedEvent>('a---------', { a: validated(1, config('s1\n')) });
+      const reconciles$ = hot<Reconcile>('--b--c----', { b: reconcile(2), c: reconcile(3) });
+      expectObservable(fastPath(reconciles$, validated$, { plan: p.plan }).pipe(label)).toBe('a-b--c', { a: 'V1', b: 'F2:s2', c: 'F3:s3' });
+    });
+    assert.deepEqual(p.bases, ['s1', 's2']);
+  });
+
+  it('takes nothing before a configuration is validated, and nothing but cluster changes', () => {
+    const p = planner();
+    marbles().run(({ hot, expectObservable }) => {
+      const validated$ = hot<ValidatedEvent>('--a------', { a: validated(1, config('s1\n')) });
+      const reconciles$ = hot<Reconcile>('b---c--d-', { b: reconcile(1, 'config'), c: reconcile(2, 'config'), d: reconcile(3, 'drift') });
+      expectObservable(fastPath(reconciles$, validated$, { plan: p.plan }).pipe(label)).toBe('--a------', { a: 'V1' });
+    });
+    assert.deepEqual(p.bases, []);
+  });
+
+  it('stops a validated configuration older than the servers it applied, and lets through one that agrees', () => {
+    marbles().run(({ hot, expectObservable }) => {
+      // Validated 2 began before fast path 3: it would take s3 back. Validated 3 has s3.
+      const validated$ = hot<ValidatedEvent>('a----b---c', { a: validated(1, config('s1\n')), b: validated(2, config('s2\n')), c: validated(3, config('s3\n', '# and the rest\n')) });
+      const reconciles$ = hot<Reconcile>('--d-------', { d: reconcile(3) });
+      expectObservable(fastPath(reconciles$, validated$, { plan: planner().plan }).pipe(label)).toBe('a-d--x---c', { a: 'V1', d: 'F3:s3', x: 'X2', c: 'V3' });
+    });
+  });
+
+  it('after a batch it cannot take, waits for the validated configuration that has it before planning again', () => {
+    const p = planner([2]);
+    marbles().run(({ hot, expectObservable }) => {
+      const validated$ = hot<ValidatedEvent>('a------b----', { a: validated(1, config('s1\n')), b: validated(2, config('s2 from the full render\n')) });
+      const reconciles$ = hot<Reconcile>('--c--d----e-', { c: reconcile(2), d: reconcile(3), e: reconcile(4) });
+      expectObservable(fastPath(reconciles$, validated$, { plan: p.plan }).pipe(label)).toBe('a-c--d-b--e-', { a: 'V1', c: 'S2', d: 'S3', b: 'V2', e: 'F4:s4' });
+    });
+    // Planned on the full render of 2, not on what came before it.
+    assert.deepEqual(p.bases, ['s1', 's2 from the full render']);
+  });
+});
+
+describe('fastRequests', () => {
+  it('sends a planned fast path to every instance the newest desired state names, with its runtime operations', () => {
+    marbles().run(({ hot, expectObservable }) => {
+      const state: Desired = { reconcile: reconcile(1), config: config('s1\n'), endpoints: [endpoint('e1'), endpoint('e2')] };
+      const desired$ = hot<Desired>('a----', { a: state });
+      const planned: FastEvent = { type: 'FastPathPlanned', reconcile: reconcile(2), config: config('s2\n'), from: state.config.hash, ops: [], backends: ['be'], durationMs: 0 };
+      const fast$ = hot<FastEvent | ValidatedEvent>('--b-c', { b: planned, c: validated(3, config('s3\n')) });
+      const shown = map((r: DeployRequest) => `${r.reason}:${r.config.main.split('\n')[1]}:${r.endpoints.map((e) => e.id).join(',')}:${r.fast?.from === state.config.hash}`);
+      expectObservable(fastRequests(fast$, desired$).pipe(shown)).toBe('--b--', { b: 'fast:s2:e1,e2:true' });
+    });
+  });
+});

@@ -1,0 +1,95 @@
+import { type Observable, type SchedulerLike, asyncScheduler, defer, map, merge, mergeMap, withLatestFrom } from 'rxjs';
+import type { ControllerEvent, DeployRequest, Desired, Reconcile, ValidatedEvent } from '../src/events.ts';
+import type { RuntimeOp } from '../src/haproxy/plan-types.ts';
+import { type RenderedConfig, serverLines } from '../src/templating/rendered.ts';
+
+export type FastPathOutcome =
+  | { kind: 'none' }
+  | { kind: 'runtime'; config: RenderedConfig; ops: readonly RuntimeOp[]; backends: readonly string[] }
+  | { kind: 'unsupported'; reason: string };
+
+export type FastEvent = Extract<ControllerEvent, { type: 'FastPathPlanned' | 'FastPathSkipped' | 'ValidatedSuperseded' }>;
+
+export interface FastPathDeps {
+  /**
+   * What the changes of `reconcile` do to `base` (the configuration the instances run or
+   * are being given), as new server lines applied at runtime; synchronous and cheap.
+   */
+  plan(base: RenderedConfig, reconcile: Reconcile): FastPathOutcome;
+  scheduler?: SchedulerLike;
+}
+
+/**
+ * The fast path, a branch beside render and validate. Each batch of changes goes here
+ * as it goes to the full render: when the changes are new server lines only (an
+ * EndpointSlice), they become a configuration with those lines and the runtime
+ * operations to it, planned at once and sent to the instances ahead of the full render
+ * (FastPathPlanned); anything else is left to the full path (FastPathSkipped).
+ *
+ * It plans on the newest configuration it knows the instances get: the last one it
+ * planned, or a validated one from a later reconciliation. After a batch it cannot take,
+ * it waits for the validated configuration that has it, so it never builds on a base
+ * that lacks a change.
+ *
+ * It is also the gate between validation and deployment: a validated configuration
+ * whose render began before the fast path applied newer server lines, and that writes
+ * those backends differently, would take them back; it goes no further
+ * (ValidatedSuperseded), since the render begun after them follows. Validated
+ * configurations that agree pass on, as Validated events.
+ */
+export function fastPath(reconciles$: Observable<Reconcile>, validated$: Observable<ValidatedEvent>, deps: FastPathDeps): Observable<FastEvent | ValidatedEvent> {
+  const scheduler = deps.scheduler ?? asyncScheduler;
+  return defer(() => {
+    let base: { config: RenderedConfig; seq: number } | undefined;
+    /** Server lines the fast path applied, by backend, with the reconciliation that applied them. */
+    const applied = new Map<string, { seq: number; lines: string | undefined }>();
+    /** The earliest reconciliation the fast path left to the full path, until a validated one has it. */
+    let waitFor = 0;
+
+    const onValidated = (event: ValidatedEvent): (FastEvent | ValidatedEvent)[] => {
+      const seq = event.reconcile.seq;
+      const behind = [...applied].filter(([backend, a]) => a.seq > seq && serverLines(event.config, backend) !== a.lines).map(([backend]) => backend);
+      if (behind.length > 0) return [{ type: 'ValidatedSuperseded', reconcile: event.reconcile, backends: behind }];
+      for (const [backend, a] of applied) if (a.seq <= seq) applied.delete(backend);
+      if (!base || seq >= base.seq) base = { config: event.config, seq };
+      if (waitFor !== 0 && seq >= waitFor) waitFor = 0;
+      return [event];
+    };
+
+    const onReconcile = (reconcile: Reconcile): FastEvent[] => {
+      // Only cluster changes take it; the initial sync and the like render in full.
+      if (reconcile.cause.reason !== 'resources' || !base) return [];
+      const started = scheduler.now();
+      if (waitFor !== 0) return [{ type: 'FastPathSkipped', reconcile, reason: `waiting for the full render of reconciliation #${waitFor}`, durationMs: 0 }];
+      const outcome = deps.plan(base.config, reconcile);
+      const durationMs = scheduler.now() - started;
+      switch (outcome.kind) {
+        case 'none':
+          return [];
+        case 'unsupported':
+          waitFor = reconcile.seq;
+          return [{ type: 'FastPathSkipped', reconcile, reason: outcome.reason, durationMs }];
+        case 'runtime': {
+          const from = base.config.hash;
+          base = { config: outcome.config, seq: reconcile.seq };
+          for (const backend of outcome.backends) applied.set(backend, { seq: reconcile.seq, lines: serverLines(outcome.config, backend) });
+          return [{ type: 'FastPathPlanned', reconcile, config: outcome.config, from, ops: outcome.ops, backends: outcome.backends, durationMs }];
+        }
+      }
+    };
+
+    return merge(validated$.pipe(map(onValidated)), reconciles$.pipe(map(onReconcile))).pipe(mergeMap((events) => events));
+  });
+}
+
+/** A planned fast path as a deployment request to every instance the newest desired state names. */
+export function fastRequests(fast$: Observable<FastEvent | ValidatedEvent>, desired$: Observable<Desired>, scheduler: SchedulerLike = asyncScheduler): Observable<DeployRequest> {
+  return fast$.pipe(
+    withLatestFrom(desired$),
+    mergeMap(([event, state]): DeployRequest[] =>
+      event.type === 'FastPathPlanned' && state.endpoints.length > 0
+        ? [{ reconcile: event.reconcile, config: event.config, endpoints: state.endpoints, reason: 'fast', queuedAt: scheduler.now(), fast: { from: event.from, ops: event.ops } }]
+        : [],
+    ),
+  );
+}
