@@ -33,6 +33,14 @@ describe('deployRequests', () => {
     });
   });
 
+  it('does not send again a configuration already sent to every instance (by the fast path)', () => {
+    marbles().run(({ hot, expectObservable }) => {
+      const states = hot<Desired>('a---b--c', { a: state('one', endpoint('e1')), b: state('two', endpoint('e1')), c: state('two', endpoint('e1'), endpoint('e2')) });
+      const sent = hot<string>('--s-----', { s: configNamed('two').hash });
+      expectObservable(deployRequests(states, undefined, sent).pipe(label)).toBe('a------j', { a: 'change:one:e1', j: 'endpoints:two:e2' });
+    });
+  });
+
   it('waits for the first instance, then deploys the current configuration to it', () => {
     marbles().run(({ hot, expectObservable }) => {
       const states = hot<Desired>('a-b-c', { a: state('one'), b: state('two'), c: state('two', endpoint('e1')) });

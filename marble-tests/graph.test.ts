@@ -200,43 +200,54 @@ describe('graph', () => {
     ]);
   });
 
-  it('takes an endpoint change to every instance at once through the fast path; the full render follows within the interval', () => {
-    const timeline = run((cold, hot) => {
-      const changes = hot<ResourceChange>('s 999ms w', { s: synced('services'), w: upsert('services', 'web', '1') });
-      const setup = deps(cold, changes, hot<readonly Endpoint[]>('x', { x: [endpoint('e1'), endpoint('e2')] }), { ...settings, watched: [{ name: 'services' }] });
-      // The fake plan: the services the stores hold, as new server lines at runtime.
-      setup.deps.fastPlan = ({ resources }) => ({
-        kind: 'runtime',
-        config: sealRendered({ main: `fast:${resources.get('services')!.list().map((o) => o.metadata.name).join('+')}`, maps: {}, files: {}, certs: {} }),
-        ops: [{ kind: 'server-state', backend: 'be', server: 's', state: 'ready' }],
-        backends: ['be'],
-      });
-      return setup;
-    }, 5_000);
-    assert.deepEqual(timeline, [
-      [0, 'T1'],
-      [10, 'R:'],
-      [60, 'V'],
-      [60, 'D1:change'],
-      [80, 'ok:e1'],
-      [80, 'ok:e2'],
-      [80, 'done1'],
-      // The change at 1000: planned and deployed at once, though the last deployment was at 60.
-      [1000, 'T2'],
-      [1000, 'F:fast:web'],
-      [1000, 'D2:fast'],
-      [1010, 'R:web'],
-      [1020, 'ok:e1'],
-      [1020, 'ok:e2'],
-      [1020, 'done2'],
-      [1060, 'V'],
-      // The full configuration keeps to the interval between deployments: 60 + 2000.
-      [2060, 'D3:change'],
-      [2080, 'ok:e1'],
-      [2080, 'ok:e2'],
-      [2080, 'done3'],
-    ]);
-  });
+  for (const [what, fastMain, rest] of [
+    ['the full render agrees: nothing more is sent', (names: string) => names, []],
+    [
+      'the full render differs: it follows, within the interval',
+      (names: string) => `fast:${names}`,
+      [
+        // The full configuration keeps to the interval between deployments: 60 + 2000.
+        [2060, 'D3:change'],
+        [2080, 'ok:e1'],
+        [2080, 'ok:e2'],
+        [2080, 'done3'],
+      ],
+    ],
+  ] as const) {
+    it(`takes an endpoint change to every instance at once through the fast path; ${what}`, () => {
+      const timeline = run((cold, hot) => {
+        const changes = hot<ResourceChange>('s 999ms w', { s: synced('services'), w: upsert('services', 'web', '1') });
+        const setup = deps(cold, changes, hot<readonly Endpoint[]>('x', { x: [endpoint('e1'), endpoint('e2')] }), { ...settings, watched: [{ name: 'services' }] });
+        // The fake plan: the services the stores hold, as new server lines at runtime.
+        setup.deps.fastPlan = ({ resources }) => ({
+          kind: 'runtime',
+          config: sealRendered({ main: fastMain(resources.get('services')!.list().map((o) => o.metadata.name).join('+')), maps: {}, files: {}, certs: {} }),
+          ops: [{ kind: 'server-state', backend: 'be', server: 's', state: 'ready' }],
+          backends: ['be'],
+        });
+        return setup;
+      }, 5_000);
+      assert.deepEqual(timeline, [
+        [0, 'T1'],
+        [10, 'R:'],
+        [60, 'V'],
+        [60, 'D1:change'],
+        [80, 'ok:e1'],
+        [80, 'ok:e2'],
+        [80, 'done1'],
+        // The change at 1000: planned and deployed at once, though the last deployment was at 60.
+        [1000, 'T2'],
+        [1000, `F:${fastMain('web')}`],
+        [1000, 'D2:fast'],
+        [1010, 'R:web'],
+        [1020, 'ok:e1'],
+        [1020, 'ok:e2'],
+        [1020, 'done2'],
+        [1060, 'V'],
+        ...rest,
+      ]);
+    });
+  }
 
   it('renders and validates but deploys nothing until this replica leads, then deploys at once', () => {
     const timeline = run((cold, hot) => {

@@ -1,4 +1,4 @@
-import { type Observable, type SchedulerLike, asyncScheduler, combineLatest, filter, map, scan, withLatestFrom } from 'rxjs';
+import { EMPTY, type Observable, type SchedulerLike, asyncScheduler, combineLatest, filter, map, merge, scan, withLatestFrom } from 'rxjs';
 import type { DeployRequest, Desired, Endpoint, ValidatedEvent } from '../src/events.ts';
 
 /**
@@ -16,18 +16,20 @@ const instanceKey = (e: Endpoint) => `${e.id}\n${e.address}\n${e.incarnation ?? 
  * Turns changes of the desired state into deployment requests: a new configuration
  * goes to every instance; an instance that joins, or comes back (restarted, replaced,
  * re-addressed), gets the current configuration at once, without waiting for drift or
- * a change in the cluster. An instance that leaves needs nothing.
+ * a change in the cluster. An instance that leaves needs nothing. A configuration
+ * already sent to every instance (`sent$`, the fast path's hashes) is not sent again.
  */
-export function deployRequests(desired$: Observable<Desired>, scheduler: SchedulerLike = asyncScheduler): Observable<DeployRequest> {
+export function deployRequests(desired$: Observable<Desired>, scheduler: SchedulerLike = asyncScheduler, sent$: Observable<string> = EMPTY): Observable<DeployRequest> {
   interface Seen {
     /** The configuration last requested for every instance. */
     hash: string | undefined;
     known: ReadonlySet<string>;
     request: DeployRequest | undefined;
   }
-  return desired$.pipe(
+  return merge(desired$, sent$).pipe(
     scan(
       (seen: Seen, state): Seen => {
+        if (typeof state === 'string') return { ...seen, hash: state, request: undefined };
         const known = new Set(state.endpoints.map(instanceKey));
         if (state.endpoints.length === 0) return { hash: seen.hash, known, request: undefined };
         const base = { reconcile: state.reconcile, config: state.config, queuedAt: scheduler.now() };

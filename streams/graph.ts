@@ -126,12 +126,18 @@ export function graph(settings: GraphSettings, deps: GraphDeps): Observable<Cont
           fast$.pipe(filter((e): e is ValidatedEvent => e.type === 'Validated')),
           deps.endpoints$.pipe(stageName('endpoints')),
         ).pipe(share());
+        const fastRequests$ = fastRequests(fast$, desired$, scheduler).pipe(share());
         const requests$ = merge(
-          deployRequests(desired$, scheduler),
+          // What the fast path sent everywhere is not sent again when its full render agrees.
+          deployRequests(
+            desired$,
+            scheduler,
+            fastRequests$.pipe(map((r) => r.config.hash)),
+          ),
           drift(desired$, settings.driftIntervalMs, scheduler),
           redeployOn(deps.credentials$ ?? EMPTY, desired$, 'credentials', scheduler),
           instanceRetries(deployEvents, desired$, retrying),
-          fastRequests(fast$, desired$, scheduler),
+          fastRequests$,
         ).pipe(stageName('requests'));
         const deploy = deployer({ deployTo: deps.deployTo, scheduler }, { maxParallel: settings.maxParallel, timeoutMs: settings.deployTimeoutMs });
         const deployed$ = whileLeader(

@@ -35,7 +35,8 @@ export type TargetOptions = Pick<DataplaneTargetOptions, 'baseUrl' | 'username' 
 
 /** One HAProxy instance to deploy to: DataplaneTarget in production. */
 export interface InstanceTarget {
-  deploy(config: RenderedConfig, signal?: AbortSignal): Promise<InstanceOutcome>;
+  /** With `fast`, the fast path's runtime operations: applied at runtime or not at all. */
+  deploy(config: RenderedConfig, signal?: AbortSignal, fast?: Deployment['fast']): Promise<InstanceOutcome>;
   close?(): Promise<void>;
 }
 
@@ -180,7 +181,7 @@ export function startInCluster(options: InClusterOptions): RunningController {
       const abort = new AbortController();
       deploying.add(abort);
       target
-        .deploy(deployment.config, abort.signal)
+        .deploy(deployment.config, abort.signal, deployment.fast)
         .then(
           (outcome) => {
             subscriber.next(outcome);

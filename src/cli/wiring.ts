@@ -7,6 +7,7 @@ import type { ResourceChange } from '../k8s/resource.ts';
 import type { ResourceView } from '../k8s/store.ts';
 import { rememberStructure } from '../haproxy/structure.ts';
 import { DEFAULT_RENDER_TIMEOUT_MS } from '../templating/engine.ts';
+import { planFast } from '../templating/fast-path.ts';
 import { RenderWorker, type WorkerRender } from '../templating/render-worker.ts';
 import type { RenderedConfig } from '../templating/rendered.ts';
 import { graph } from '../../streams/graph.ts';
@@ -69,6 +70,8 @@ export function controllerGraph(loaded: LoadedConfig, io: ControllerIO): Observa
             io.onRender?.({ loaded, values, resources });
             return fromAbortable((signal) => worker.render(resources, signal)).pipe(mergeMap(renderOutcome));
           }),
+        // The fast path renders a few server snippets here, with the templates compiled in this thread.
+        fastPlan: ({ base, reconcile, resources }) => planFast(base, reconcile.cause.changes, { templates: loaded.templates, values, timeoutMs, resources }),
         validate: (rendered: RenderedConfig) =>
           fromAbortable((signal) => io.validator.validate(rendered, signal)).pipe(
             map((result): ValidateOutcome => {

@@ -27,7 +27,7 @@ export function dataplaneDeployTo(lookup: TargetLookup): (endpoint: Endpoint, de
         return undefined;
       }
       const controller = new AbortController();
-      target.deploy(deployment.config, controller.signal).then(
+      target.deploy(deployment.config, controller.signal, deployment.fast).then(
         (outcome) => {
           subscriber.next(outcome);
           subscriber.complete();

@@ -168,9 +168,14 @@ export class DataplaneTarget {
     return [...this.pendingDeletes.keys()];
   }
 
-  deploy(config: RenderedConfig, signal?: AbortSignal): Promise<DataplaneOutcome> {
+  /**
+   * Deploys a configuration. With `fast` (the fast path's runtime operations from the
+   * configuration hashed `from`), it goes through the runtime API or not at all: never
+   * by a reload, which the full deployment that follows is there for.
+   */
+  deploy(config: RenderedConfig, signal?: AbortSignal, fast?: { from: string; ops: readonly RuntimeOp[] }): Promise<DataplaneOutcome> {
     const started = Date.now();
-    const run = this.queue.then(() => this.apply(config, signal, started));
+    const run = this.queue.then(() => this.apply(config, signal, started, fast));
     this.queue = run.catch(() => undefined);
     return run;
   }
@@ -183,7 +188,7 @@ export class DataplaneTarget {
     this.client.close();
   }
 
-  private async apply(config: RenderedConfig, signal: AbortSignal | undefined, started: number): Promise<DataplaneOutcome> {
+  private async apply(config: RenderedConfig, signal: AbortSignal | undefined, started: number, fast?: { from: string; ops: readonly RuntimeOp[] }): Promise<DataplaneOutcome> {
     const detail: DataplaneDeployDetail = { mode: 'none', ops: { servers: 0, maps: 0, uploaded: 0, deleted: 0 }, conflicts: 0, durationMs: 0 };
     const ctx: Ctx = { detail, signal, touched: false };
     const finish = (outcome: InstanceOutcome): DataplaneOutcome => {
@@ -204,8 +209,10 @@ export class DataplaneTarget {
         previous = await this.adopt(config, version, ctx, previous?.version);
         this.state = previous;
       }
-      const plan = planFor(previous?.config, config);
+      // The fast path planned from what this instance runs: apply as planned.
+      const plan: Plan = fast && previous?.config.hash === fast.from ? { kind: 'runtime', ops: [...fast.ops] } : planFor(previous?.config, config);
       if (plan.kind === 'none') return finish({ ok: true, reloaded: false, runtimeOps: 0 });
+      if (fast && (plan.kind !== 'runtime' || !previous)) return finish({ ok: false, reloaded: false, runtimeOps: 0, error: `fast path: ${plan.kind === 'reload' ? (plan.reasons[0] ?? 'needs a reload') : 'nothing known deployed'}; left to the full deployment` });
       let reasons = plan.kind === 'reload' ? plan.reasons : [];
       if (plan.kind === 'runtime' && previous) {
         const result = await this.runtime(config, plan.ops, previous, version, info, ctx);
@@ -214,6 +221,7 @@ export class DataplaneTarget {
           return finish({ ok: true, reloaded: false, runtimeOps: plan.ops.length });
         }
         reasons = result.reasons;
+        if (fast) return finish({ ok: false, reloaded: false, runtimeOps: 0, error: `fast path: ${reasons.join('; ')}; left to the full deployment` });
         this.step('fallback', reasons.join('; '));
         if (result.refetch) version = await this.fetchVersion(ctx);
       }

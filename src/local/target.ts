@@ -60,8 +60,14 @@ export class LocalTarget {
     return this.running;
   }
 
-  deploy(config: RenderedConfig): Promise<InstanceOutcome> {
-    const result = this.queue.then(() => this.apply(config));
+  /**
+   * Deploys a configuration. With `fast` (the fast path's runtime operations from the
+   * configuration hashed `from`), it is applied at runtime or not at all: never by a
+   * reload, since haproxy -c has not seen it; the full deployment that follows does what
+   * is left.
+   */
+  deploy(config: RenderedConfig, fast?: { from: string; ops: readonly RuntimeOp[] }): Promise<InstanceOutcome> {
+    const result = this.queue.then(() => (fast ? this.applyFast(config, fast) : this.apply(config)));
     this.queue = result.catch(() => undefined);
     return result.catch((err: unknown) => ({ ok: false, reloaded: false, runtimeOps: 0, error: (err as Error).message }));
   }
@@ -99,6 +105,23 @@ export class LocalTarget {
       case 'reload':
         return this.reload(config, plan);
     }
+  }
+
+  private async applyFast(config: RenderedConfig, fast: { from: string; ops: readonly RuntimeOp[] }): Promise<InstanceOutcome> {
+    if (!this.haproxy.running || !this.running) return { ok: false, reloaded: false, runtimeOps: 0, error: 'fast path: haproxy is not running a configuration yet' };
+    // Planned from what this instance runs: apply as planned; from anything else, plan again.
+    const plan: Plan = this.running.hash === fast.from ? { kind: 'runtime', ops: [...fast.ops] } : planDeployment(this.running, config);
+    if (plan.kind === 'none') {
+      this.running = config;
+      return { ok: true, reloaded: false, runtimeOps: 0 };
+    }
+    if (plan.kind === 'reload') return { ok: false, reloaded: false, runtimeOps: 0, error: `fast path: ${plan.reasons[0] ?? 'needs a reload'}; left to the full deployment` };
+    const failure = await this.runtime(plan.ops);
+    // What failed stays for the full deployment, which plans from what ran before.
+    if (failure !== undefined) return { ok: false, reloaded: false, runtimeOps: 0, error: `fast path: ${failure}` };
+    await writeStateFiles(this.options.stateDir, config);
+    this.running = config;
+    return { ok: true, reloaded: false, runtimeOps: plan.ops.length };
   }
 
   private async start(config: RenderedConfig): Promise<InstanceOutcome> {

@@ -94,6 +94,30 @@ describe('LocalTarget (real haproxy)', () => {
     assert.equal((await get(port, '/', 'b.test')).body, 'b1\n');
   });
 
+  it('applies fast path operations at runtime as planned, and never reloads for them', async () => {
+    const before = await reloads();
+    const running = target.current!;
+    const next = config(port, { be_a: [echo.a1!.port, echo.a2!.port], be_b: [echo.b1!.port] }, { 'a.test': 'be_a', 'alias.test': 'be_a', 'b.test': 'be_b' });
+    const ops = [{ kind: 'server-add' as const, backend: 'be_a', server: `s${echo.a1!.port}`, address: `127.0.0.1:${echo.a1!.port}`, args: [], state: 'ready' as const, health: false, agent: false }];
+    assert.deepEqual(await target.deploy(next, { from: running.hash, ops }), { ok: true, reloaded: false, runtimeOps: 1 });
+    assert.equal(target.current, next);
+    const bodies = new Set<string>();
+    for (let i = 0; i < 6; i++) bodies.add((await get(port, '/', 'a.test')).body);
+    assert.deepEqual([...bodies].sort(), ['a1\n', 'a2\n']);
+    // One that would need a reload is refused, and changes nothing.
+    const structural = config(port, { be_a: [echo.a2!.port], be_c: [echo.b1!.port] }, { 'a.test': 'be_a' });
+    const refused = await target.deploy(structural, { from: 'another configuration', ops: [] });
+    assert.equal(refused.ok, false);
+    assert.match(refused.error!, /^fast path: .*left to the full deployment$/);
+    assert.equal(target.current, next);
+    // One whose operations haproxy refuses fails, and does not reload either.
+    const wrong = await target.deploy(structural, { from: next.hash, ops: [{ kind: 'server-addr', backend: 'be_nope', server: 's1', host: '127.0.0.1', port: 1 }] });
+    assert.equal(wrong.ok, false);
+    assert.match(wrong.error!, /^fast path: runtime command "set server be_nope\/s1" failed/);
+    assert.equal(await reloads(), before);
+    assert.equal(target.current, next);
+  });
+
   it('does nothing for the configuration already running', async () => {
     const before = await reloads();
     assert.deepEqual(await target.deploy(target.current!), { ok: true, reloaded: false, runtimeOps: 0 });
