@@ -50,6 +50,13 @@ describe('trigger', () => {
     });
   });
 
+  it('tells when the oldest change of each batch was seen, where its propagation starts', () => {
+    marbles().run(({ cold, expectObservable }) => {
+      const changes = cold<ResourceChange>('s 999ms a 99ms b 99ms c', { s: synced('services'), a: upsert('services', 'a', '1'), b: upsert('services', 'b', '1'), c: upsert('services', 'c', '1') });
+      expectObservable(trigger(changes, ['services'], options).pipe(map((r) => `${r.seq}@${r.at}:${r.firstChangeAt ?? '-'}`))).toBe('s 999ms a 699ms x', { s: '1@0:-', a: '2@1000:1000', x: '3@1700:1100' });
+    });
+  });
+
   it('reconciles at least every 2 s while a set churns every 100 ms for 10 s', () => {
     const scheduler = marbles();
     const at: number[] = [];

@@ -29,22 +29,33 @@ export function trigger(changes$: Observable<ResourceChange>, watched: readonly 
       map((change) => {
         const wasOpen = unsynced.size === 0;
         if (change.type === 'synced') unsynced.delete(change.resource);
-        return { change, wasOpen, opens: !wasOpen && unsynced.size === 0 };
+        return { change, wasOpen, opens: !wasOpen && unsynced.size === 0, at: scheduler.now() };
       }),
       // Changes before the gate opens are in the stores already: the opening render sees them.
       filter((g) => g.opens || (g.wasOpen && g.change.type !== 'synced')),
     );
     const batches$ = gated$.pipe(
       debounceBatch({ dueTime: options.debounceMs, maxWait: options.maxWaitMs, immediate: (g) => g.opens, leading: true, scheduler }),
-      map((batch): ReconcileCause => {
-        const changes = batch.filter((g) => !g.opens).map((g) => changeRef(g.change));
-        return { reason: batch.some((g) => g.opens) ? 'config' : 'resources', changes };
+      map((batch): { cause: ReconcileCause; firstChangeAt?: number } => {
+        const changed = batch.filter((g) => !g.opens);
+        const changes = changed.map((g) => changeRef(g.change));
+        const cause: ReconcileCause = { reason: batch.some((g) => g.opens) ? 'config' : 'resources', changes };
+        // When the oldest change was seen: where its propagation to the instances starts.
+        return changed.length > 0 ? { cause, firstChangeAt: changed.reduce((first, g) => Math.min(first, g.at), Infinity) } : { cause };
       }),
     );
     // Nothing to wait for: reconcile on the next tick, once every branch has subscribed.
-    const causes$ = unsynced.size === 0 ? merge(timer(0, scheduler).pipe(map(() => INITIAL)), batches$) : batches$;
+    const causes$ = unsynced.size === 0 ? merge(timer(0, scheduler).pipe(map(() => ({ cause: INITIAL }))), batches$) : batches$;
     return causes$.pipe(
-      scan((previous: Reconcile | undefined, cause): Reconcile => ({ seq: (previous?.seq ?? 0) + 1, cause, at: scheduler.now() }), undefined),
+      scan(
+        (previous: Reconcile | undefined, { cause, firstChangeAt }: { cause: ReconcileCause; firstChangeAt?: number }): Reconcile => ({
+          seq: (previous?.seq ?? 0) + 1,
+          cause,
+          at: scheduler.now(),
+          ...(firstChangeAt !== undefined && { firstChangeAt }),
+        }),
+        undefined,
+      ),
       filter((reconcile) => reconcile !== undefined),
     );
   });

@@ -122,8 +122,11 @@ export class ReconcileLifecycle {
       case 'TargetRestarted':
       case 'StatusWritten':
       case 'StatusWriteFailed':
+        return step;
       case 'FastPathPlanned':
       case 'FastPathSkipped':
+        // Beside the render of the same reconciliation, which stays where it is.
+        step.entry = this.find(event.reconcile);
         return step;
       case 'ValidatedSuperseded': {
         // Validated, but older than what the fast path applied: it is not deployed.
@@ -173,6 +176,8 @@ export class ReconcileLifecycle {
           entry.deployment = deployment.id;
           step.entry = entry;
         }
+        // The fast path deploys while its reconciliation renders: in its trace, not owning it.
+        if (!owns && deployment.reason === 'fast') step.entry = entry;
         step.deployment = open;
         return step;
       }

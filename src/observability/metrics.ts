@@ -18,6 +18,9 @@ export const EVENT_TYPES: readonly ControllerEvent['type'][] = [
   'InstanceDeployed',
   'InstanceDeployFailed',
   'DeploymentCompleted',
+  'FastPathPlanned',
+  'FastPathSkipped',
+  'ValidatedSuperseded',
   'TargetDown',
   'TargetRestarted',
   'LeadershipLost',
@@ -26,7 +29,7 @@ export const EVENT_TYPES: readonly ControllerEvent['type'][] = [
   'StatusWriteFailed',
 ];
 const CAUSES: readonly ReconcileCause['reason'][] = ['resources', 'config', 'drift', 'endpoints', 'leader'];
-const DEPLOY_REASONS: readonly DeployRequest['reason'][] = ['change', 'drift', 'endpoints', 'leader', 'retry', 'credentials'];
+const DEPLOY_REASONS: readonly DeployRequest['reason'][] = ['change', 'drift', 'endpoints', 'leader', 'retry', 'credentials', 'fast'];
 /** What the feedback edges retry: an instance's deployment, a check that could not run, the whole graph after a stage failed. */
 const RETRIED = ['instance', 'validation', 'graph'] as const;
 const STAGES: readonly Stage[] = ['rendering', 'validating', 'queued', 'deploying'];
@@ -67,7 +70,13 @@ function createMetrics(registry: Registry, sources: MetricsSources) {
       ['what'],
     ),
     stageFailures: counter('haprx_stage_failures_total', 'Errors that left a stage of the graph and restarted it, by stage.', ['stage']),
-    deployments: counter('haprx_deployments_total', 'Deployments completed, by reason (change, drift, endpoints, leader, retry, credentials).', ['reason']),
+    deployments: counter('haprx_deployments_total', 'Deployments completed, by reason (change, drift, endpoints, leader, retry, credentials, fast).', ['reason']),
+    propagation: histogram(
+      'haprx_propagation_seconds',
+      'From the first change of a reconciliation seen to it live on every instance, by path: runtime (runtime API only, the fast path included) or reload.',
+      ['path'],
+    ),
+    fastPath: counter('haprx_fast_path_total', 'Batches of changes the fast path applied at runtime (planned), or left to the full render (skipped).', ['result']),
     deploymentErrors: counter('haprx_deployment_errors_total', 'Deployments in which at least one instance failed, by reason.', ['reason']),
     deploymentDuration: histogram('haprx_deployment_duration_seconds', 'Time from the start of a deployment until every instance answered, by reason.', ['reason']),
     deploymentWait: histogram('haprx_deployment_wait_seconds', 'Time a deployment waited in the scheduler (minimum interval, a running deployment), by reason.', ['reason']),
@@ -120,6 +129,8 @@ export class ControllerMetrics {
   private readonly m: ReturnType<typeof createMetrics>;
   /** Endpoint label values in use. */
   private readonly endpoints = new Set<string>();
+  /** Reconciliations whose propagation was observed (their first deployment that reached every instance). */
+  private readonly propagated = new Set<string>();
 
   constructor(sources: MetricsSources, options: { defaultMetrics?: boolean } = {}) {
     this.m = createMetrics(this.registry, sources);
@@ -137,6 +148,8 @@ export class ControllerMetrics {
     this.m.leader.set(1);
     this.m.ready.set(0);
     this.m.deploymentsInProgress.set(0);
+    for (const result of ['planned', 'skipped']) this.m.fastPath.inc({ result }, 0);
+    for (const path of ['runtime', 'reload']) this.m.propagation.zero({ path });
     // Declared so that dashboards can show every outcome at zero.
     for (const outcome of OUTCOMES) this.m.reconcileDuration.zero({ outcome });
     if (options.defaultMetrics !== false) collectDefaultMetrics({ register: this.registry });
@@ -238,14 +251,27 @@ export class ControllerMetrics {
         return;
       }
       case 'DeploymentCompleted': {
-        const { reason, startedAt } = event.deployment;
+        const { reason, startedAt, reconcile } = event.deployment;
         m.deployments.inc({ reason });
         m.deploymentDuration.observe({ reason }, seconds(event.durationMs));
         m.deploymentsInProgress.set(0);
         if (event.results.some((r) => !r.ok)) m.deploymentErrors.inc({ reason });
-        else m.lastSuccess.set((startedAt + event.durationMs) / 1000);
+        else {
+          m.lastSuccess.set((startedAt + event.durationMs) / 1000);
+          // The first deployment that took a reconciliation's changes everywhere (the fast path, or the full one).
+          const key = `${step.generation}/${reconcile.seq}`;
+          if (reconcile.firstChangeAt !== undefined && event.results.length > 0 && !this.propagated.has(key)) {
+            this.propagated.add(key);
+            if (this.propagated.size > 256) this.propagated.delete(this.propagated.values().next().value!);
+            m.propagation.observe({ path: event.results.some((r) => r.reloaded) ? 'reload' : 'runtime' }, seconds(startedAt + event.durationMs - reconcile.firstChangeAt));
+          }
+        }
         return;
       }
+      case 'FastPathPlanned':
+      case 'FastPathSkipped':
+        m.fastPath.inc({ result: event.type === 'FastPathPlanned' ? 'planned' : 'skipped' });
+        return;
       case 'TargetRestarted':
         m.targetRestarts.inc({ endpoint: event.endpoint.id });
         return;

@@ -21,6 +21,8 @@ interface OpenRoot {
 interface OpenDeploy {
   span: Span;
   ctx: Context;
+  /** Where the deploy span hangs: the reconcile, or the redeploy's own root. */
+  parent: Context;
   /** The root of a redeploy's own trace; a reconcile's deploy has the reconcile as root. */
   ownRoot?: Span;
 }
@@ -28,10 +30,12 @@ interface OpenDeploy {
 /**
  * Builds one trace per reconciliation from the controller's events:
  *
- *   reconcile ─┬─ render
+ *   reconcile ─┬─ fast_path            (taken or not; its deployment is a deploy here too)
+ *              ├─ render
  *              ├─ validate
  *              ├─ schedule.wait        (queuedAt → startedAt)
- *              └─ deploy ── deploy.instance (one per endpoint)
+ *              ├─ deploy ── deploy.instance (one per endpoint)
+ *              └─ propagation          (first change seen → live on every instance, once)
  *
  * Every span gets explicit start and end times from the events, and the context of
  * each reconciliation lives in a map keyed by it: implicit async context would put
@@ -46,6 +50,8 @@ export class EventTracer {
   private readonly deploys = new Map<string, OpenDeploy>();
   /** Span contexts of recent reconciliations, for the links of later redeploys. */
   private readonly finished = new Map<string, SpanContext>();
+  /** Reconciliations whose propagation span was made. */
+  private readonly propagated = new Set<string>();
 
   constructor(tracer: Tracer, scrub: (text: string) => string = (t) => t) {
     this.tracer = tracer;
@@ -112,6 +118,15 @@ export class EventTracer {
         }, this.scrub(`could not run: ${firstLine(event.message)}`));
         break;
       }
+      case 'FastPathPlanned':
+      case 'FastPathSkipped': {
+        if (!root) break;
+        this.child(root.ctx, 'fast_path', now - event.durationMs, now, {
+          'haprx.fast_path.taken': event.type === 'FastPathPlanned',
+          ...(event.type === 'FastPathPlanned' ? { 'haprx.fast_path.backends': event.backends.length, 'haprx.fast_path.runtime_ops': event.ops.length } : { 'haprx.fast_path.reason': this.scrub(firstLine(event.reason)) }),
+        });
+        break;
+      }
       case 'DeploymentStarted': {
         const open = step.deployment;
         if (!open) break;
@@ -131,7 +146,7 @@ export class EventTracer {
         }
         this.child(parent, 'schedule.wait', deployment.queuedAt, deployment.startedAt, { 'haprx.deployment.reason': deployment.reason });
         const span = this.tracer.startSpan('deploy', { startTime: time(deployment.startedAt), attributes }, parent);
-        this.deploys.set(open.key, { span, ctx: trace.setSpan(parent, span), ...(ownRoot && { ownRoot }) });
+        this.deploys.set(open.key, { span, ctx: trace.setSpan(parent, span), parent, ...(ownRoot && { ownRoot }) });
         break;
       }
       case 'InstanceDeployed':
@@ -171,6 +186,14 @@ export class EventTracer {
         }
         if (failed.length > 0) deploy.span.setStatus({ code: SpanStatusCode.ERROR, message: `${failed.length} of ${event.results.length} instance(s) failed` });
         deploy.span.end(time(end));
+        // The first deployment that took the reconciliation's changes everywhere: how long they took to go live.
+        const { reconcile } = open.deployment;
+        const key = `${open.generation}/${reconcile.seq}`;
+        if (failed.length === 0 && event.results.length > 0 && reconcile.firstChangeAt !== undefined && !this.propagated.has(key)) {
+          this.propagated.add(key);
+          if (this.propagated.size > 256) this.propagated.delete(this.propagated.values().next().value!);
+          this.child(deploy.parent, 'propagation', reconcile.firstChangeAt, end, { 'haprx.propagation.path': event.results.some((r) => r.reloaded) ? 'reload' : 'runtime' });
+        }
         if (deploy.ownRoot) {
           if (failed.length > 0) deploy.ownRoot.setStatus({ code: SpanStatusCode.ERROR, message: `${failed.length} of ${event.results.length} instance(s) failed` });
           deploy.ownRoot.end(time(end));

@@ -101,13 +101,16 @@ describe('haprx local: traces over OTLP/HTTP, and no secret in any output', () =
     const children = (parent: ReceivedSpan) => trace.filter((s) => s.parentSpanId === parent.spanId).sort((a, b) => a.start - b.start || a.name.localeCompare(b.name));
     assert.equal(root.parentSpanId, undefined);
     assert.equal(root.resource['service.name'], 'haprx-under-test');
-    // The order in time is checked below; a wait of 0 ms starts with the deploy.
-    assert.deepEqual(children(root).map((s) => s.name).sort(), ['deploy', 'render', 'schedule.wait', 'validate']);
+    // The order in time is checked below; a wait of 0 ms starts with the deploy. These
+    // templates declare no server lines: the fast path is not taken.
+    assert.deepEqual(children(root).map((s) => s.name).sort(), ['deploy', 'fast_path', 'propagation', 'render', 'schedule.wait', 'validate']);
+    assert.equal(children(root).find((s) => s.name === 'fast_path')!.attributes['haprx.fast_path.taken'], false);
+    assert.equal(children(root).find((s) => s.name === 'propagation')!.attributes['haprx.propagation.path'], 'runtime');
     const deploy = children(root).find((s) => s.name === 'deploy')!;
     const instances = children(deploy);
     assert.deepEqual(instances.map((s) => [s.name, s.attributes['haprx.endpoint.id'], s.attributes['haprx.instance.reloaded']]), [['deploy.instance', 'local', false]]);
     assert.ok((instances[0]!.attributes['haprx.instance.runtime_ops'] as number) >= 1);
-    assert.equal(trace.length, 6, trace.map((s) => s.name).join(', '));
+    assert.equal(trace.length, 8, trace.map((s) => s.name).join(', '));
     // Times nest: each child inside its parent, the stages in order.
     for (const span of trace.filter((s) => s !== root)) {
       const parent = trace.find((p) => p.spanId === span.parentSpanId)!;

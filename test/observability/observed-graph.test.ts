@@ -87,19 +87,21 @@ describe('observability of the graph (virtual time)', () => {
     }, 5_000);
     const r = obs.metrics.registry;
     assert.equal(await value(r, 'haprx_reconciliations_total', { reason: 'config' }), 1);
-    assert.equal(await value(r, 'haprx_reconciliations_total', { reason: 'resources' }), 1);
+    // The burst's first change after a quiet period reconciles at once (T2 at 1000), the two after it at 1600 (T3).
+    assert.equal(await value(r, 'haprx_reconciliations_total', { reason: 'resources' }), 2);
     assert.equal(await value(r, 'haprx_reconciliation_errors_total'), 0);
-    // T1 at 100 → done at 180; T2 at 1600 → done at 2180 (it waited 1660 → 2160 in the scheduler).
+    // T1 at 100 → done at 180; T3 at 1600 → done at 2180 (it waited 1660 → 2160 in the scheduler); T2 was superseded by it.
     assert.equal(await value(r, 'haprx_reconciliation_duration_seconds_count', { outcome: 'deployed' }), 2);
     assert.equal(await value(r, 'haprx_reconciliation_duration_seconds_sum', { outcome: 'deployed' }), 0.08 + 0.58);
-    assert.equal(await value(r, 'haprx_render_duration_seconds_sum', { result: 'changed' }), 0.02);
-    assert.equal(await value(r, 'haprx_validations_total'), 2);
+    assert.equal(await value(r, 'haprx_render_duration_seconds_sum', { result: 'changed' }), 0.03);
+    assert.equal(await value(r, 'haprx_validations_total'), 3);
     assert.equal(await value(r, 'haprx_validation_errors_total'), 0);
-    assert.equal(await value(r, 'haprx_validation_duration_seconds_sum', { result: 'valid' }), 0.1);
+    assert.ok(Math.abs((await value(r, 'haprx_validation_duration_seconds_sum', { result: 'valid' }))! - 0.15) < 1e-9);
     assert.equal(await value(r, 'haprx_deployments_total', { reason: 'change' }), 2);
     assert.equal(await value(r, 'haprx_deployment_errors_total', { reason: 'change' }), 0);
     assert.equal(await value(r, 'haprx_deployment_duration_seconds_sum', { reason: 'change' }), 0.04);
-    assert.equal(await value(r, 'haprx_deployment_wait_seconds_sum', { reason: 'change' }), 0.5);
+    // The configuration valid at 1060 waited from then, joined by the one valid at 1660, until 2160.
+    assert.equal(await value(r, 'haprx_deployment_wait_seconds_sum', { reason: 'change' }), 1.1);
     assert.equal(await value(r, 'haprx_deployments_in_progress'), 0);
     for (const id of ['e1', 'e2']) {
       assert.equal(await value(r, 'haprx_instance_deploys_total', { endpoint: id, result: 'ok' }), 2);
@@ -108,9 +110,12 @@ describe('observability of the graph (virtual time)', () => {
       assert.equal(await value(r, 'haprx_runtime_operations_total', { endpoint: id }), 2);
     }
     assert.equal(await value(r, 'haprx_events_total', { type: 'InstanceDeployed' }), 4);
-    assert.equal(await value(r, 'haprx_events_total', { type: 'ReconcileTriggered' }), 2);
+    assert.equal(await value(r, 'haprx_events_total', { type: 'ReconcileTriggered' }), 3);
     assert.equal(await value(r, 'haprx_events_total', { type: 'ConfigAccepted' }), 1);
     assert.equal(await value(r, 'haprx_last_successful_deployment_timestamp_seconds'), 2.18);
+    // The burst's batched changes (db seen at 1050) were live everywhere at 2180; the initial sync has no change to time.
+    assert.equal(await value(r, 'haprx_propagation_seconds_count', { path: 'runtime' }), 1);
+    assert.ok(Math.abs((await value(r, 'haprx_propagation_seconds_sum', { path: 'runtime' }))! - 1.13) < 1e-9);
     assert.equal(await value(r, 'haprx_ready'), 1);
     assert.equal(await value(r, 'haprx_config_generation'), 1);
   });
@@ -130,18 +135,25 @@ describe('observability of the graph (virtual time)', () => {
     }, 5_000);
     assert.deepEqual(trees.map(outline), [
       'reconcile[100-180](render[100-110] validate[110-160] deploy[160-180](deploy.instance[160-180] deploy.instance[160-180]) schedule.wait[160-160])',
-      // Valid at 1660; the scheduler holds it until 2 s after the first deployment started.
-      'reconcile[1600-2180](render[1600-1610] validate[1610-1660] schedule.wait[1660-2160] deploy[2160-2180](deploy.instance[2160-2180] deploy.instance[2160-2180]))',
+      // The burst's first change comes after a quiet period: it reconciles at once, and is
+      // superseded once the two after it, batched, are valid at 1660.
+      'reconcile[1000-1660](render[1000-1010] validate[1010-1060])',
+      // The scheduler held the configuration valid at 1060 until 2 s after the first deployment
+      // started; the newer one took its place while it waited.
+      // Its first change (db, at 1050) was live everywhere at 2180.
+      'reconcile[1600-2180](propagation[1050-2180] schedule.wait[1060-2160] render[1600-1610] validate[1610-1660] deploy[2160-2180](deploy.instance[2160-2180] deploy.instance[2160-2180]))',
     ]);
-    const [first, second] = trees;
+    const [first, lone, second] = trees;
     assert.equal(first!.attributes['haprx.reconcile.reason'], 'config');
     assert.equal(first!.attributes['haprx.reconcile.outcome'], 'deployed');
-    assert.deepEqual(second!.attributes['haprx.changes.name'], ['api', 'db', 'web']);
-    assert.deepEqual(second!.attributes['haprx.changes.kind'], ['Service', 'Service', 'Service']);
-    assert.deepEqual(second!.attributes['haprx.changes.namespace'], ['default', 'default', 'default']);
-    assert.deepEqual(second!.attributes['haprx.changes.resource_version'], ['7', '8', '9']);
-    assert.deepEqual(second!.attributes['haprx.changes.type'], ['upsert', 'upsert', 'upsert']);
-    assert.equal(second!.attributes['haprx.changes.count'], 3);
+    assert.deepEqual(lone!.attributes['haprx.changes.name'], ['api']);
+    assert.equal(lone!.attributes['haprx.reconcile.outcome'], 'superseded');
+    assert.deepEqual(second!.attributes['haprx.changes.name'], ['db', 'web']);
+    assert.deepEqual(second!.attributes['haprx.changes.kind'], ['Service', 'Service']);
+    assert.deepEqual(second!.attributes['haprx.changes.namespace'], ['default', 'default']);
+    assert.deepEqual(second!.attributes['haprx.changes.resource_version'], ['8', '9']);
+    assert.deepEqual(second!.attributes['haprx.changes.type'], ['upsert', 'upsert']);
+    assert.equal(second!.attributes['haprx.changes.count'], 2);
     const instances = second!.children.find((c) => c.name === 'deploy')!.children;
     assert.deepEqual(instances.map((i) => i.attributes['haprx.endpoint.id']).sort(), ['e1', 'e2']);
     assert.equal(instances[0]!.attributes['haprx.endpoint.address'], `http://${instances[0]!.attributes['haprx.endpoint.id']}:5555`);
@@ -167,7 +179,7 @@ describe('observability of the graph (virtual time)', () => {
       'reconcile[100-105]',
       // Valid at 165, it waits until 2 s after the first deployment started; the refused and
       // the failed reconciliations in between do not replace it.
-      'reconcile[105-2080](render[105-115] validate[115-165] schedule.wait[165-2060] deploy[2060-2080](deploy.instance[2060-2080]))',
+      'reconcile[105-2080](propagation[105-2080] render[105-115] validate[115-165] schedule.wait[165-2060] deploy[2060-2080](deploy.instance[2060-2080]))',
       'reconcile[1101-1161]!(render[1101-1111] validate[1111-1161]!)',
       'reconcile[2101-2111]!(render[2101-2111]!)',
     ]);
