@@ -155,7 +155,10 @@ export class HaproxyProcess {
     this.closeSession();
     if (!child || !this.running) return;
     child.kill('SIGTERM');
-    const stopped = await Promise.race([this.exited.then(() => true), sleep(5_000).then(() => false)]);
+    // The bound must not outlive a haproxy that stopped at once: a pending timer would hold the process for its full length.
+    const bound = new AbortController();
+    const stopped = await Promise.race([this.exited.then(() => true), sleep(5_000, false, { signal: bound.signal }).catch(() => false)]);
+    bound.abort();
     if (!stopped) {
       child.kill('SIGKILL');
       await this.exited;

@@ -181,10 +181,14 @@ describe('haprx local (e2e)', () => {
     assert.equal(state.split('\n').filter((l) => / 127\.0\.1\.\d+ /.test(l)).length, 50, 'all 50 servers are in');
   });
 
-  it('stops haproxy when haprx exits', async () => {
+  it('stops haproxy when haprx exits, at once (Ctrl-C waits for nothing)', async (t) => {
     const pid = parseShowProc(await cliCommand(join(stateDir, 'master.sock'), 'show proc'))!.masterPid;
+    const signalled = Date.now();
     haprx.kill('SIGTERM');
     const code = await new Promise((r) => haprx.once('exit', r));
+    const took = Date.now() - signalled;
+    t.diagnostic(`haprx local exited ${took} ms after SIGTERM`);
+    assert.ok(took < 2_000, `exited ${took} ms after SIGTERM`);
     assert.equal(code, 0);
     assert.throws(() => process.kill(pid, 0), /ESRCH/);
   });
