@@ -161,7 +161,9 @@ interface Entry {
  *   not created again: it is counted, and the first Event's `series` is updated at
  *   most every `seriesFlushMs`;
  * - creates draw from a token bucket (`burst`, one more per `refillMs`); without a
- *   token an event is dropped and counted.
+ *   token an event is dropped and counted. Normal and Warning Events have a bucket
+ *   each: a Deployed Event per deployment must never spend what a rejected
+ *   configuration or a failed deployment needs to be told.
  * Pure: the caller passes the time.
  */
 export class EventLimiter {
@@ -169,12 +171,11 @@ export class EventLimiter {
   private readonly limits: EventLimits;
   private readonly entries = new Map<string, Entry>();
   private forgotten: string[] = [];
-  private tokens: number;
-  private refilledAt: number | undefined;
+  /** A token bucket per event type. */
+  private readonly buckets = new Map<string, { tokens: number; refilledAt: number }>();
 
   constructor(limits: Partial<EventLimits> = {}) {
     this.limits = { ...DEFAULT_EVENT_LIMITS, ...limits };
-    this.tokens = this.limits.burst;
   }
 
   static keyOf(event: ClusterEvent): string {
@@ -191,12 +192,12 @@ export class EventLimiter {
       entry.lastAt = now;
       return { action: 'count', key };
     }
-    this.refill(now);
-    if (this.tokens < 1) {
+    const bucket = this.refill(event.type, now);
+    if (bucket.tokens < 1) {
       this.dropped++;
       return { action: 'drop', key };
     }
-    this.tokens--;
+    bucket.tokens--;
     this.entries.set(key, { firstAt: now, count: 1, written: 1, lastAt: now, lastFlushAt: now });
     return { action: 'create', key };
   }
@@ -231,15 +232,18 @@ export class EventLimiter {
     return updates;
   }
 
-  private refill(now: number): void {
-    if (this.refilledAt === undefined) {
-      this.refilledAt = now;
-      return;
+  private refill(type: string, now: number): { tokens: number; refilledAt: number } {
+    let bucket = this.buckets.get(type);
+    if (!bucket) {
+      bucket = { tokens: this.limits.burst, refilledAt: now };
+      this.buckets.set(type, bucket);
+      return bucket;
     }
-    const earned = Math.floor((now - this.refilledAt) / this.limits.refillMs);
+    const earned = Math.floor((now - bucket.refilledAt) / this.limits.refillMs);
     if (earned > 0) {
-      this.tokens = Math.min(this.limits.burst, this.tokens + earned);
-      this.refilledAt += earned * this.limits.refillMs;
+      bucket.tokens = Math.min(this.limits.burst, bucket.tokens + earned);
+      bucket.refilledAt += earned * this.limits.refillMs;
     }
+    return bucket;
   }
 }

@@ -129,6 +129,20 @@ describe('in-cluster controller', () => {
     assert.equal(a.events.filter((e) => e.type === 'ConfigAccepted').length, 1, 'never rebuilt');
   });
 
+  it('still records the Warning Event of a rejected edit after many deployments, whose Normal Events spent their own budget', async () => {
+    const a = start('replica-a', { eventLimits: { seriesFlushMs: 100, burst: 3, refillMs: 60_000 } });
+    await until('first deployment', () => deployed.length >= 2);
+    // Each deployment of a new configuration is a Normal Event of its own: more than the burst.
+    for (let i = 0; i < 6; i++) {
+      double.create('v1', 'services', service(`churn-${i}`));
+      await until(`deployment ${i}`, () => deployed.some((d) => d.main.includes(`churn-${i}`)));
+    }
+    assert.ok(clusterEvents(double).filter((e) => e.reason === 'Deployed').length <= 3, 'the Normal Events are limited');
+    editConfigMap(double, controllerConfig({ settings: { debounce: 'soon' } }));
+    await until('ConfigRejected', () => a.events.some((e) => e.type === 'ConfigRejected'));
+    await until('the Warning Event', () => clusterEvents(double).some((e) => e.reason === 'ConfigRejected'));
+  });
+
   it('loses no change and never duplicates a deployment across watch resumes and relists', async () => {
     start();
     await until('first deployment', () => deployed.length === 2);

@@ -187,4 +187,13 @@ describe('EventLimiter', () => {
     for (let t = 2_000; t < 12_000; t += 10) if (limiter.offer(ev(`flap ${t}`), t).action === 'create') creates++;
     assert.ok(creates <= 3 + 10, `${creates} creates in 10 s`);
   });
+
+  it('keeps a budget for Warnings that Normal Events cannot spend', () => {
+    const limiter = new EventLimiter({ burst: 2, refillMs: 60_000, aggregateWindowMs: 60_000 });
+    const normal = (note: string) => ({ type: 'Normal' as const, reason: 'Deployed', action: 'Deploy', note });
+    assert.deepEqual(['a', 'b', 'c'].map((n) => limiter.offer(normal(n), 0).action), ['create', 'create', 'drop']);
+    assert.deepEqual(['x', 'y', 'z'].map((n) => limiter.offer(ev(n), 1).action), ['create', 'create', 'drop']);
+    assert.equal(limiter.offer(normal('d'), 60_000).action, 'create', 'each bucket refills on its own');
+    assert.equal(limiter.offer(ev('w'), 60_001).action, 'create');
+  });
 });
