@@ -316,8 +316,9 @@ watched resources, settings) is the ConfigMap; the Data Plane API credentials ar
 Secret; the HAProxy pods are found by settings.haproxy.podSelector. Every replica
 watches, renders and validates; the one holding the Lease deploys, writes the status
 of the objects the templates declare (Ingress, GatewayClass, Gateway, HTTPRoute) and
-records Warning Events on the objects the render skips. On SIGTERM no new deployment starts, the one in flight finishes (or is
-aborted after --drain-timeout), and the lease is released.
+records Warning Events on the objects the render skips. On SIGTERM no new deployment
+starts, the one in flight finishes (or is aborted after --drain-timeout), and the
+lease is released.
 
 The API server is reached with --kubeconfig, else KUBECONFIG, else the pod's service
 account (in-cluster), else ~/.kube/config. See docs/kubernetes.md.
