@@ -24,7 +24,7 @@
  *   `identifier`, `sortBy`, `uniq`, `groupBy`, `keys`, `entries`, `b64decode`,
  *   `isHostname`, `isPath`, `fail`, `get`; validators for cluster values
  *   (`isIP`, `isCidr`, `isPort`, `isDuration`, `isHeaderName`, `isHeaderValue`,
- *   `isRegex`, `tlsBundle`, `htpasswd`), escapes (`lfText`, `regexEscape`),
+ *   `isRegex`, `tlsBundle`, `caBundle`, `htpasswd`), escapes (`lfText`, `regexEscape`),
  *   `digest`, `fileName`, `list`, and `warn`, `certFile`, `referencesFiles`,
  *   `isolate`, `each` and `skip` (below).
  * - `include(name, args)`: renders snippet `name` and returns its text, so it is

@@ -50,7 +50,7 @@ const b64 = (text: string) => Buffer.from(text).toString('base64');
 
 /** A cluster using every feature, so that each template path runs. */
 async function baseResources(): Promise<KubeObject[]> {
-  const objects = [...(await manifests('_services.yaml')), ...(await manifests('_certificates.yaml'))];
+  const objects = [...(await manifests('_services.yaml')), ...(await manifests('_certificates.yaml')), ...(await manifests('_backend-tls.yaml'))];
   const auth = { apiVersion: 'v1', kind: 'Secret', metadata: { name: 'users', namespace: 'shop' }, data: { auth: b64('alice:$5$abcdefgh$gruCpC7VkOTspMQTTSAR8mtlO9Upms.fwqE5y16JVM.\n') } };
   const ingress = {
     apiVersion: 'networking.k8s.io/v1',
@@ -106,6 +106,8 @@ async function baseResources(): Promise<KubeObject[]> {
       listeners: [
         { name: 'http', port: 8080, protocol: 'HTTP', hostname: '*.gw.example', allowedRoutes: { namespaces: { from: 'Selector', selector: { matchLabels: { team: 'shop' } } } } },
         { name: 'https', port: 8443, protocol: 'HTTPS', hostname: 'gw.example', tls: { certificateRefs: [{ name: 'gw-example' }] } },
+        { name: 'pass', port: 9443, protocol: 'TLS', tls: { mode: 'Passthrough' } },
+        { name: 'tcp', port: 9000, protocol: 'TCP' },
       ],
     },
   };
@@ -135,8 +137,50 @@ async function baseResources(): Promise<KubeObject[]> {
         },
         { matches: [{ path: { type: 'Exact', value: '/old' } }], filters: [{ type: 'RequestRedirect', requestRedirect: { scheme: 'https', hostname: 'new.example', port: 8443, statusCode: 301, path: { type: 'ReplaceFullPath', replaceFullPath: '/new' } } }] },
         { matches: [{ path: { type: 'RegularExpression', value: '/re/[a-z]+' } }], filters: [{ type: 'URLRewrite', urlRewrite: { path: { type: 'ReplaceFullPath', replaceFullPath: '/full' } } }], backendRefs: [{ name: 'shared', namespace: 'other', port: 80 }] },
+        {
+          name: 'maps',
+          matches: [{ path: { type: 'PathPrefix', value: '/maps' } }, { path: { type: 'Exact', value: '/exact' } }],
+          filters: [{ type: 'CORS', cors: { allowOrigins: ['https://www.a.example', 'https://*.b.example:8443'], allowMethods: ['GET', 'PUT'], allowHeaders: ['x-h'], exposeHeaders: ['x-e'], allowCredentials: true, maxAge: 60 } }],
+          timeouts: { request: '2s', backendRequest: '1s' },
+          retry: { codes: [503], attempts: 2 },
+          backendRefs: [{ name: 'web', port: 80, filters: [{ type: 'RequestHeaderModifier', requestHeaderModifier: { set: [{ name: 'x-b', value: 'b' }] } }] }, { name: 'docs', port: 80, weight: 2 }],
+        },
       ],
     },
+  };
+  const grpc = {
+    apiVersion: 'gateway.networking.k8s.io/v1',
+    kind: 'GRPCRoute',
+    metadata: { name: 'grpc', namespace: 'shop' },
+    spec: {
+      parentRefs: [{ name: 'gw', sectionName: 'http' }],
+      hostnames: ['grpc.gw.example'],
+      rules: [
+        {
+          matches: [{ method: { service: 'pkg.Svc', method: 'Call' }, headers: [{ name: 'x-g', value: 'g' }] }, { method: { type: 'RegularExpression', service: 'pkg\\..+', method: 'Get.*' } }],
+          filters: [{ type: 'RequestHeaderModifier', requestHeaderModifier: { set: [{ name: 'x-gs', value: 'g' }] } }],
+          backendRefs: [{ name: 'api', port: 80 }],
+        },
+      ],
+    },
+  };
+  const tls = {
+    apiVersion: 'gateway.networking.k8s.io/v1',
+    kind: 'TLSRoute',
+    metadata: { name: 'tls', namespace: 'shop' },
+    spec: { parentRefs: [{ name: 'gw', sectionName: 'pass' }], hostnames: ['pass.example', '*.pass.example'], rules: [{ backendRefs: [{ name: 'web', port: 80 }] }] },
+  };
+  const tcp = {
+    apiVersion: 'gateway.networking.k8s.io/v1',
+    kind: 'TCPRoute',
+    metadata: { name: 'tcp', namespace: 'shop' },
+    spec: { parentRefs: [{ name: 'gw', sectionName: 'tcp' }], rules: [{ backendRefs: [{ name: 'docs', port: 80, weight: 1 }, { name: 'api', port: 80, weight: 1 }] }] },
+  };
+  const backendTls = {
+    apiVersion: 'gateway.networking.k8s.io/v1',
+    kind: 'BackendTLSPolicy',
+    metadata: { name: 'web-tls', namespace: 'shop' },
+    spec: { targetRefs: [{ group: '', kind: 'Service', name: 'web' }], validation: { caCertificateRefs: [{ group: '', kind: 'ConfigMap', name: 'backend-ca' }], hostname: 'web.internal.example' } },
   };
   const other = [
     { apiVersion: 'v1', kind: 'Namespace', metadata: { name: 'other' } },
@@ -149,7 +193,7 @@ async function baseResources(): Promise<KubeObject[]> {
     },
   ];
   const ingressClass = { apiVersion: 'networking.k8s.io/v1', kind: 'IngressClass', metadata: { name: 'haprx' }, spec: { controller: 'haprx.io/ingress-controller' } };
-  return [...objects, auth, ingress, control, gatewayClass, gateway, route, ingressClass, ...other, ...controlCluster(objects)] as KubeObject[];
+  return [...objects, auth, ingress, control, gatewayClass, gateway, route, grpc, tls, tcp, backendTls, ingressClass, ...other, ...controlCluster(objects)] as KubeObject[];
 }
 
 /** The namespace of the control objects, which share nothing with the others: whatever breaks elsewhere, they must be served unchanged. */
@@ -296,6 +340,29 @@ const FIELDS: Field[] = [
   { kind: 'HTTPRoute', name: 'route', path: [...rule0, 'backendRefs', 1, 'weight'] },
   { kind: 'HTTPRoute', name: 'route', path: ['spec', 'rules', 2, 'backendRefs', 0, 'namespace'] },
   { kind: 'ReferenceGrant', name: 'grant', path: ['spec', 'to', 0, 'kind'] },
+  { kind: 'HTTPRoute', name: 'route', path: ['spec', 'rules', 3, 'filters', 0, 'cors', 'allowOrigins', 0] },
+  { kind: 'HTTPRoute', name: 'route', path: ['spec', 'rules', 3, 'filters', 0, 'cors', 'allowOrigins', 1] },
+  { kind: 'HTTPRoute', name: 'route', path: ['spec', 'rules', 3, 'filters', 0, 'cors', 'allowMethods', 0] },
+  { kind: 'HTTPRoute', name: 'route', path: ['spec', 'rules', 3, 'filters', 0, 'cors', 'allowHeaders', 0] },
+  { kind: 'HTTPRoute', name: 'route', path: ['spec', 'rules', 3, 'filters', 0, 'cors', 'exposeHeaders', 0] },
+  { kind: 'HTTPRoute', name: 'route', path: ['spec', 'rules', 3, 'filters', 0, 'cors', 'maxAge'] },
+  { kind: 'HTTPRoute', name: 'route', path: ['spec', 'rules', 3, 'timeouts', 'request'] },
+  { kind: 'HTTPRoute', name: 'route', path: ['spec', 'rules', 3, 'retry', 'codes', 0] },
+  { kind: 'HTTPRoute', name: 'route', path: ['spec', 'rules', 3, 'retry', 'attempts'] },
+  { kind: 'HTTPRoute', name: 'route', path: ['spec', 'rules', 3, 'name'] },
+  { kind: 'HTTPRoute', name: 'route', path: ['spec', 'rules', 3, 'matches', 0, 'path', 'value'] },
+  { kind: 'HTTPRoute', name: 'route', path: ['spec', 'rules', 3, 'backendRefs', 0, 'filters', 0, 'requestHeaderModifier', 'set', 0, 'value'] },
+  { kind: 'GRPCRoute', name: 'grpc', path: ['spec', 'rules', 0, 'matches', 0, 'method', 'service'] },
+  { kind: 'GRPCRoute', name: 'grpc', path: ['spec', 'rules', 0, 'matches', 0, 'method', 'method'] },
+  { kind: 'GRPCRoute', name: 'grpc', path: ['spec', 'rules', 0, 'matches', 1, 'method', 'service'] },
+  { kind: 'GRPCRoute', name: 'grpc', path: ['spec', 'rules', 0, 'matches', 0, 'headers', 0, 'value'] },
+  { kind: 'GRPCRoute', name: 'grpc', path: ['spec', 'hostnames', 0] },
+  { kind: 'TLSRoute', name: 'tls', path: ['spec', 'hostnames', 1] },
+  { kind: 'TCPRoute', name: 'tcp', path: ['spec', 'rules', 0, 'backendRefs', 0, 'name'] },
+  { kind: 'BackendTLSPolicy', name: 'web-tls', path: ['spec', 'validation', 'hostname'] },
+  { kind: 'BackendTLSPolicy', name: 'web-tls', path: ['spec', 'validation', 'caCertificateRefs', 0, 'name'] },
+  { kind: 'ConfigMap', name: 'backend-ca', path: ['data', 'ca.crt'] },
+  { kind: 'Gateway', name: 'gw', path: ['spec', 'listeners', 2, 'tls', 'mode'] },
 ];
 
 /**
@@ -360,10 +427,13 @@ function lineProblem(section: string, words: string[], backends: ReadonlySet<str
           return /^[0-9.:[\]a-f]*:[0-9]+$/.test(args[0]!) && (args.length === 1 || (tls && args.length === 6) || clientCa);
         }
         if (keyword === 'default_backend') return backends.has(args[0]!);
-        if (keyword === 'use_backend') return backends.has(args[0]!) || /^%\[var\(txn\.(hostpath|wildpath|anypath|route)\)(,map(_beg)?\(maps\/(exact|prefix)\.map\))?\]$/.test(args[0]!) || args[0] === '%[req.ssl_sni,lower,map(maps/passthrough.map)]';
+        if (keyword === 'use_backend') return backends.has(args[0]!) || /^%\[var\(txn\.(hostpath|wildpath|anypath|route)\)(,map(_beg)?\(maps\/(exact|prefix)\.map\))?\]$/.test(args[0]!) || args[0] === '%[req.ssl_sni,lower,map(maps/passthrough.map)]' || args[0] === '%[var(txn.gwb)]';
         if (keyword === 'mode') return is('tcp') && args.length === 1;
-        if (keyword === 'tcp-request') return (is('inspect-delay', '5s') && args.length === 2) || (is('content', 'accept', 'if', '{', 'req.ssl_hello_type', '1', '}') && args.length === 7);
-        if (keyword === 'acl') return /^(gw\d+_(host|path|h\d+|q\d+|m)|gwl\d+_x)$/.test(args[0]!) && /^(var\(txn\.host\)|path|method|req\.fhdr\([^()]+\)|url_param\([^(),]+\))$/.test(args[1]!) && (args[1] === 'method' ? args.length === 3 : args[2] === '-m' && args[4] === '--');
+        if (keyword === 'tcp-request') {
+          return (is('inspect-delay', '5s') && args.length === 2) || (is('content', 'accept', 'if', '{', 'req.ssl_hello_type', '1', '}') && args.length === 7) || (args[0] === 'content' && ['set-var(txn.host)', ...GATEWAY_VARS].includes(args[1]!));
+        }
+        if (keyword === 'acl' && args[1] === 'req.hdr(origin)') return /^[A-Za-z0-9_.:-]+_cors$/.test(args[0]!) && args[2] === '-m' && (args[3] === 'found' ? args.length === 4 : args[4] === '--');
+        if (keyword === 'acl') return /^gw\d+_(host|path|h\d+|q\d+|m)$/.test(args[0]!) && /^(var\(txn\.host\)|path|method|req\.fhdr\([^()]+\)|url_param\([^(),]+\))$/.test(args[1]!) && (args[1] === 'method' ? args.length === 3 : args[2] === '-m' && args[4] === '--');
         if (keyword === 'http-request') {
           // ingress-nginx: the route in txn.route (a declared backend, or a map lookup), a regex location's number, a canary's verdict.
           if (args[0] === 'set-var(txn.route)') return (/^str\((.+)\)$/.test(args[1]!) && backends.has(args[1]!.slice(4, -1))) || /^var\(txn\.(hostpath|wildpath|anypath)\),map(_beg)?\(maps\/(exact|prefix)\.map\)$/.test(args[1]!);
@@ -371,7 +441,7 @@ function lineProblem(section: string, words: string[], backends: ReadonlySet<str
           if (args[0] === 'set-var(txn.ngxcanary)') return /^str\([01]\)$/.test(args[1]!);
           if (args[0] === 'set-var(txn.wildhost)') return args[1] === 'var(txn.host),regsub(^[^.]+[.],*.)';
           if (args[0] === 'normalize-uri') return ['path-merge-slashes', 'path-strip-dot', 'path-strip-dotdot', 'percent-decode-unreserved'].includes(args[1]!);
-          return ['set-var(txn.host)', 'set-var(txn.path)', 'set-var(txn.hostpath)', 'set-var(txn.wildpath)', 'set-var(txn.anypath)', 'set-var(txn.gwr)', 'set-var(txn.gwrnd)', 'set-header', 'add-header', 'del-header', 'redirect', 'set-path', 'return'].includes(args[0]!);
+          return [...HOST_VARS, ...GATEWAY_VARS, 'set-header', 'add-header', 'del-header', 'redirect', 'set-path', 'return'].includes(args[0]!);
         }
         if (keyword === 'http-after-response') return ['set-header', 'add-header', 'del-header'].includes(args[0]!);
         return false;
@@ -381,13 +451,17 @@ function lineProblem(section: string, words: string[], backends: ReadonlySet<str
         if (keyword === 'server') return args.length >= 2 && name.test(args[0]!) && /^(\d+\.\d+\.\d+\.\d+|\[[0-9a-f:.]+\]):\d+$/.test(args[1]!) && serverWordsProblem(args.slice(2)) === undefined;
         if (keyword === 'acl') return ['allowed_source', 'ngx_allow', 'ngx_deny'].includes(args[0]!) && args[1] === 'src' && args[2] === '--' && args.slice(3).every((a) => /^[0-9a-f.:/]+$/.test(a));
         if (keyword === 'http-request') {
+          if (args.join(' ') === 'set-timeout server var(txn.gwto) if { var(txn.gwto) -m found }') return true;
           return [
             'deny', 'redirect', 'track-sc0', 'auth', 'return', 'track-sc1', 'track-sc2', 'set-header', 'del-header', 'replace-path', 'lua.haprx_nginx_auth',
             'set-var(txn.ngxhash)', 'set-var(txn.ngxnewcookie)', 'set-var-fmt(txn.ngxhash)', 'set-var(txn.ngxorigin)', 'set-var-fmt(txn.ngxauthurl)',
           ].includes(args[0]!);
         }
-        if (keyword === 'http-response') return is('add-header', 'Set-Cookie');
-        if (keyword === 'http-after-response') return ['set-header', 'add-header'].includes(args[0]!);
+        if (keyword === 'http-response') return is('add-header', 'Set-Cookie') || args.join(' ') === 'set-var(txn.gwsrv) bool(1)';
+        if (keyword === 'http-after-response') return ['set-header', 'add-header'].includes(args[0]!) || args.join(' ') === 'set-status 503 if { status 502 } !{ var(txn.gwsrv) -m found }';
+        if (keyword === 'tcp-request') return args.join(' ') === 'content reject';
+        if (keyword === 'retries') return args.length === 1 && /^\d+$/.test(args[0]!);
+        if (keyword === 'retry-on') return args.every((a) => /^(conn-failure|empty-response|response-timeout|\d{3})$/.test(a));
         return ['balance', 'hash-type', 'timeout', 'stick-table'].includes(keyword!);
       default:
         return false;
@@ -408,11 +482,14 @@ function logFormatArgs(args: string[]): string[] {
   return out;
 }
 
-/** What is wrong with the words after a server's address, if anything: only the TLS and HTTP/2 settings of ingress-nginx's annotations. */
+/**
+ * What is wrong with the words after a server's address, if anything: only TLS and HTTP/2
+ * settings, from ingress-nginx's annotations, a Service's appProtocol or a BackendTLSPolicy.
+ */
 function serverWordsProblem(words: string[]): string | undefined {
   const values: Record<string, RegExp> = {
     verify: /^(none|required)$/,
-    'ca-file': /^ssl\/[a-z0-9_-]+\.ca\.pem$/,
+    'ca-file': /^(ssl\/[a-z0-9_-]+(\.ca)?\.pem|@system-ca)$/,
     crt: /^ssl\/[a-z0-9_-]+\.client\.pem$/,
     verifyhost: /^[a-z0-9.-]+$/,
     sni: /^(str\([a-z0-9.-]+\)|var\(txn\.host\))$/,
@@ -431,6 +508,11 @@ function serverWordsProblem(words: string[]): string | undefined {
   }
   return undefined;
 }
+
+/** Variables the frontends set: the request's host and path, for the Ingress maps. */
+const HOST_VARS = ['set-var(txn.host)', 'set-var(txn.path)', 'set-var(txn.hostpath)', 'set-var(txn.wildpath)', 'set-var(txn.anypath)'];
+/** What the Gateway API rules set (gateway-rules): the listener, the match, the rule, its backend and timeout, CORS. */
+const GATEWAY_VARS = ['gwg', 'gwsni', 'gwc', 'gwm', 'gwsfx', 'gwcr', 'gwr', 'gwrnd', 'gwpick', 'gwb', 'gwbi', 'gwto', 'gwcors'].map((v) => `set-var(txn.${v})`);
 
 /** The characters of a line that haproxy reads outside single quotes (an escaped character counts as quoted). */
 function outsideSingleQuotes(raw: string): string {
@@ -451,6 +533,8 @@ const LF_EXPRESSION = new RegExp(
     'var\\(txn\\.host\\)', 'path', 'path,bytes\\(\\d+\\)', 'query', 'pathq', 'pathq,regsub\\(/\\$,\\)', 'pathq,url_enc', 'ssl_fc,iif\\(https,http\\)', 'dst_port', 'req\\.hdr\\(host\\)', 'src',
     'var\\(txn\\.(ngxhash|ngxorigin|ngxauthwww|ngxauthcookie)\\)', 'date\\(\\d+\\),http_date', 'ssl_c_verify', 'ssl_c_[si]_dn\\(,0,rfc2253\\)', 'ssl_c_der,base64',
     'req\\.fhdr\\([a-z0-9-]+,1\\)', 'req\\.cook\\([A-Za-z0-9_]+\\)', 'url_param\\([A-Za-z0-9_]+\\)',
+    // The Gateway API rules: the backend picked, and CORS.
+    'var\\(txn\\.(gwb|gwcors)\\)', 'req\\.hdr\\((origin|access-control-request-method)\\)', 'req\\.fhdr\\(access-control-request-headers\\)',
   ].join('|')})\\]`,
 );
 
@@ -488,7 +572,7 @@ export function injectionProblems(config: RenderedConfig): string[] {
   config.main.split('\n').forEach((raw, i) => {
     const unquoted = outsideSingleQuotes(raw);
     if (unquoted.includes('$')) problems.push(`haproxy.cfg:${i + 1}: unquoted $`);
-    if (unquoted.includes('"') && !/^ {2}http-request return status (404|500) content-type text\/plain string "[a-z ]+"$/.test(raw)) problems.push(`haproxy.cfg:${i + 1}: unexpected double quote`);
+    if (unquoted.includes('"') && !/^ {2}http-request return status (404|500|503) content-type text\/plain string "[a-z ]+"$/.test(raw)) problems.push(`haproxy.cfg:${i + 1}: unexpected double quote`);
   });
   for (const s of parsed.sections) {
     if (!['global', 'defaults', 'userlist', 'frontend', 'backend'].includes(s.type)) problems.push(`unexpected section ${s.type}`);
@@ -503,11 +587,19 @@ export function injectionProblems(config: RenderedConfig): string[] {
       }
     }
   }
+  // Each map's values: backends (Ingress), "<rank>/<rule>", "<backend>/<index>", milliseconds.
+  const mapValue: Record<string, (v: string) => boolean> = {
+    'gateway-paths.map': (v) => /^\d+\/[A-Za-z0-9_.:-]+$/.test(v),
+    'gateway-prefixes.map': (v) => /^\d+\/[A-Za-z0-9_.:-]+$/.test(v),
+    'gateway-backends.map': (v) => /^[A-Za-z0-9_.:-]+\/\d+$/.test(v) && backends.has(v.split('/')[0]!),
+    'gateway-timeouts.map': (v) => /^\d+$/.test(v),
+  };
   for (const [name, text] of Object.entries(config.maps)) {
     control(`maps/${name}`, text);
     for (const line of text.split('\n').filter((l) => l !== '')) {
       const parts = line.split(' ');
-      if (parts.length !== 2 || !/^[a-z0-9*][!-~]*$/.test(parts[0]!) || !backends.has(parts[1]!)) problems.push(`maps/${name}: unexpected line ${JSON.stringify(line)}`);
+      const valueOk = mapValue[name] ?? ((v: string) => backends.has(v));
+      if (parts.length !== 2 || !/^[a-z0-9*.][!-~]*$/.test(parts[0]!) || !valueOk(parts[1]!)) problems.push(`maps/${name}: unexpected line ${JSON.stringify(line)}`);
     }
   }
   for (const [name, text] of Object.entries(config.certs)) {
@@ -624,8 +716,11 @@ describe('fuzz: hostile values', () => {
     assert.deepEqual(injectionProblems(baseline.config), [], 'the base holds only expected lines');
     assert.deepEqual(baseline.warnings, [], 'the base is valid');
     // The base reaches every kind of line: a shape check that never fires would prove nothing.
-    for (const needle of ['userlist ', 'user alice', 'frontend gw_8080', 'ssl crt-list', 'http-after-response', 'acl gw', 'http-request redirect', 'http-request set-path', 'http-request auth', 'stick-table', 'acl allowed_source', 'use_backend be_other_shared_80']) {
+    for (const needle of ['userlist ', 'user alice', 'frontend gw_8080', 'ssl crt-list', 'http-after-response', 'acl gw', 'http-request redirect', 'http-request set-path', 'http-request auth', 'stick-table', 'acl allowed_source', 'frontend gw_9443\n  mode tcp', 'frontend gw_9000\n  mode tcp', 'retry-on', ' proto h2', ' ca-file ssl/', '_cors req.hdr(origin)', 'return status 421']) {
       assert.ok(baseline.config.main.includes(needle), needle);
+    }
+    for (const [map, needle] of [['gateway-backends.map', 'be_other_shared_80/0'], ['gateway-paths.map', '|pass.example '], ['gateway-prefixes.map', '/maps/ '], ['gateway-timeouts.map', ' 1000'], ['gateway-paths.map', '|*.pass.example ']]) {
+      assert.ok(baseline.config.maps[map!]?.includes(needle!), `${map}: ${needle}`);
     }
 
     const render = fuzzRenderer(loaded, base);

@@ -331,6 +331,28 @@ describe('helpers', () => {
     });
   });
 
+  it('caBundle keeps CA certificates that parse, canonically, and refuses anything else', () => {
+    const dir = mkdtempSync(join(tmpdir(), 'haprx-ca-'));
+    let ca: string;
+    let key: string;
+    try {
+      execFileSync('openssl', ['req', '-x509', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:prime256v1', '-nodes', '-days', '1', '-subj', '/CN=test ca', '-keyout', join(dir, 'k'), '-out', join(dir, 'c')], { stdio: 'ignore' });
+      ca = readFileSync(join(dir, 'c'), 'utf8');
+      key = readFileSync(join(dir, 'k'), 'utf8');
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+    const bundle = h.caBundle(`${ca.replaceAll('\n', '\r\n')}\n${ca}`);
+    assert.ok(bundle);
+    assert.equal(bundle, `${ca}${ca}`.replace(/\r/g, ''));
+    assert.equal(new X509Certificate(bundle).subject, 'CN=test ca');
+    assert.equal(h.caBundle(`${ca}${key}`), undefined, 'a private key is no CA');
+    assert.equal(h.caBundle(`${ca}\nssl-engine x\n`), undefined);
+    assert.equal(h.caBundle(ca.replace(/[A-Za-z]{8}/, 'AAAAAAAA')), undefined);
+    assert.equal(h.caBundle(''), undefined);
+    assert.equal(h.caBundle(7), undefined);
+  });
+
   it('htpasswd keeps lines with usable crypt hashes and numbers the others', () => {
     const text = 'alice:$5$salt$abcdefghijklmnopqrstuvwxyz./0123456789ABCD\n\nbob:$apr1$x$y\ncarol:plain\nalice:$6$again$x\nbad user:$5$a$b\ndave:$2b$10$abcdefghijklmnopqrstuu\r\n';
     assert.deepEqual(h.htpasswd(text), {
