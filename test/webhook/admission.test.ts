@@ -148,6 +148,31 @@ describe('admission of HTTPRoutes', () => {
   });
 });
 
+describe('admission of the other route kinds', () => {
+  const route = (kind: string, name: string, spec: Record<string, unknown>): KubeObject => ({ apiVersion: 'gateway.networking.k8s.io/v1', kind, metadata: { name, namespace: 'shop' }, spec: { parentRefs: [{ name: 'gw' }], ...spec } });
+  const type = (kind: string, resource: string) => ({ group: 'gateway.networking.k8s.io', version: 'v1', kind, resource });
+
+  it('refuses a GRPCRoute, a TLSRoute or a TCPRoute the render would skip, and accepts valid ones', () => {
+    const grpc = type('GRPCRoute', 'grpcroutes');
+    assert.equal(create(grpc, route('GRPCRoute', 'ok', { rules: [{ matches: [{ method: { service: 'pkg.Svc', method: 'Call' } }], backendRefs: [{ name: 'web', port: 80 }] }] })).allowed, true);
+    const bad = create(grpc, route('GRPCRoute', 'bad', { rules: [{ matches: [{ method: { service: 'pkg/Svc' } }], backendRefs: [{ name: 'web', port: 80 }] }] }));
+    assert.equal(bad.allowed, false, JSON.stringify(bad));
+    assert.match(bad.message!, /GRPCRoute shop\/bad: .*spec\.rules\[0\]\.matches\[0\]\.method\.service/);
+    const tls = create(type('TLSRoute', 'tlsroutes'), route('TLSRoute', 'tls', { hostnames: ['bad host'], rules: [{ backendRefs: [{ name: 'web', port: 80 }] }] }));
+    assert.equal(tls.allowed, false);
+    assert.match(tls.message!, /spec\.hostnames\[0\]/);
+    const tcp = create(type('TCPRoute', 'tcproutes'), route('TCPRoute', 'tcp', { rules: [{ backendRefs: [{ name: 'web', port: 80, weight: -1 }] }] }));
+    assert.equal(tcp.allowed, false);
+    assert.match(tcp.message!, /weight/);
+  });
+
+  it('refuses an HTTPRoute with a filter haproxy cannot serve, saying why', () => {
+    const mirror = create(HTTPROUTE, route('HTTPRoute', 'mirror', { rules: [{ filters: [{ type: 'RequestMirror', requestMirror: { backendRef: { name: 'api', port: 80 } } }], backendRefs: [{ name: 'web', port: 80 }] }] }));
+    assert.equal(mirror.allowed, false);
+    assert.match(mirror.message!, /RequestMirror needs a copy of each request/);
+  });
+});
+
 describe('admission of the controller ConfigMap', () => {
   const configMap = (data: Record<string, string>, name = CONFIGMAP): KubeObject => ({ apiVersion: 'v1', kind: 'ConfigMap', metadata: { name, namespace: NS }, data });
   let shipped: Record<string, string>;

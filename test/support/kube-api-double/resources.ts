@@ -88,4 +88,9 @@ export const BUILT_IN: readonly ResourceType[] = [
   type('gateway.networking.k8s.io', 'v1', 'gateways', 'Gateway', { statusSubresource: true }),
   type('gateway.networking.k8s.io', 'v1', 'gatewayclasses', 'GatewayClass', { namespaced: false, statusSubresource: true }),
   type('gateway.networking.k8s.io', 'v1beta1', 'referencegrants', 'ReferenceGrant'),
+  type('gateway.networking.k8s.io', 'v1', 'referencegrants', 'ReferenceGrant'),
+  type('gateway.networking.k8s.io', 'v1', 'grpcroutes', 'GRPCRoute', { statusSubresource: true }),
+  type('gateway.networking.k8s.io', 'v1', 'tlsroutes', 'TLSRoute', { statusSubresource: true }),
+  type('gateway.networking.k8s.io', 'v1', 'tcproutes', 'TCPRoute', { statusSubresource: true }),
+  type('gateway.networking.k8s.io', 'v1', 'backendtlspolicies', 'BackendTLSPolicy', { statusSubresource: true }),
 ];
