@@ -10,6 +10,7 @@ import { Agent } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
+import * as grpc from '@grpc/grpc-js';
 import { cliCommand, parseShowProc } from '../../src/local/master-cli.ts';
 import { freePort } from '../support/ports.ts';
 import { type Reply, type Send, send, startEchoBackend, until } from './support.ts';
@@ -163,6 +164,17 @@ spec:
       backendRefs: [${ref('rw')}]
 ${routeChange}---
 apiVersion: gateway.networking.k8s.io/v1
+kind: GRPCRoute
+metadata: {name: echo, namespace: shop}
+spec:
+  parentRefs: [{name: gw, sectionName: http}]
+  hostnames: [grpc.gw.test]
+  rules:
+    - matches: [{method: {service: echo.Echo, method: Say}}]
+      filters: [{type: RequestHeaderModifier, requestHeaderModifier: {set: [{name: x-via, value: haprx}]}}]
+      backendRefs: [{name: grpc, port: 50051}]
+---
+apiVersion: gateway.networking.k8s.io/v1
 kind: HTTPRoute
 metadata: {name: tls, namespace: shop}
 spec:
@@ -170,6 +182,27 @@ spec:
   hostnames: [www.gw.example]
   rules: [{backendRefs: [${ref('web')}]}]
 `;
+}
+
+// A unary method whose messages are raw bytes: no .proto needed on either side.
+const SAY: grpc.MethodDefinition<Buffer, Buffer> = {
+  path: '/echo.Echo/Say',
+  requestStream: false,
+  responseStream: false,
+  requestSerialize: (b: Buffer) => b,
+  requestDeserialize: (b: Buffer) => b,
+  responseSerialize: (b: Buffer) => b,
+  responseDeserialize: (b: Buffer) => b,
+};
+
+/** A gRPC server (@grpc/grpc-js, cleartext HTTP/2) whose Say answers with the message and the x-via metadata it got. */
+async function startGrpcEcho(): Promise<{ port: number; close(): Promise<void> }> {
+  const server = new grpc.Server();
+  server.addService({ Say: SAY }, {
+    Say: (call: grpc.ServerUnaryCall<Buffer, Buffer>, done: grpc.sendUnaryData<Buffer>) => done(null, Buffer.from(`${call.request.toString()} via ${String(call.metadata.get('x-via')[0] ?? 'nothing')}`)),
+  });
+  const port = await new Promise<number>((resolve, reject) => server.bindAsync('127.0.0.1:0', grpc.ServerCredentials.createInsecure(), (err, p) => (err ? reject(err) : resolve(p))));
+  return { port, close: () => new Promise((resolve) => server.tryShutdown(() => resolve())) };
 }
 
 interface LogRecord {
@@ -186,6 +219,7 @@ describe('routing through the shipped templates (haprx local, real haproxy)', ()
   const logs: LogRecord[] = [];
   const echo = {} as Record<Backend, Awaited<ReturnType<typeof startEchoBackend>>>;
   const agent = new Agent({ keepAlive: true, maxSockets: 1 });
+  let grpcEcho: Awaited<ReturnType<typeof startGrpcEcho>>;
 
   // The master re-executes on a reload, and its socket is briefly gone.
   const reloads = () => until('the master CLI', async () => parseShowProc(await cliCommand(join(stateDir, 'master.sock'), 'show proc'))?.reloads, 5_000);
@@ -205,6 +239,7 @@ describe('routing through the shipped templates (haprx local, real haproxy)', ()
     stateDir = join(dir, 'state');
     await mkdir(manifests);
     for (const name of BACKENDS) echo[name] = await startEchoBackend(name);
+    grpcEcho = await startGrpcEcho();
     for (const key of Object.keys(ports) as (keyof typeof ports)[]) ports[key] = await freePort();
     http = at(ports.http);
     https = (req) => send(ports.https, { ...req, tls: true });
@@ -212,7 +247,8 @@ describe('routing through the shipped templates (haprx local, real haproxy)', ()
     gwTls = (req) => send(ports.gwHttps, { ...req, tls: true });
     const services = BACKENDS.filter((b) => b !== 'web2').map(service);
     const slices = BACKENDS.filter((b) => b !== 'web2').map((b) => slice(`${b}-1`, b, echo[b].port));
-    await writeFile(join(manifests, 'services.yaml'), [...services, ...slices].join('---\n'));
+    const grpcService = `apiVersion: v1\nkind: Service\nmetadata: {name: grpc, namespace: shop}\nspec: {ports: [{name: grpc, port: 50051}]}\n`;
+    await writeFile(join(manifests, 'services.yaml'), [...services, ...slices, grpcService, slice('grpc-1', 'grpc', grpcEcho.port).replace('name: http', 'name: grpc')].join('---\n'));
     await writeFile(join(manifests, 'certificates.yaml'), await readFile(join(ROOT, 'templates/tests/_certificates.yaml'), 'utf8'));
     await writeFile(join(manifests, 'ingresses.yaml'), ingresses());
     await writeFile(join(manifests, 'gateway.yaml'), gateway(ports.gwHttp, ports.gwHttps));
@@ -240,6 +276,7 @@ describe('routing through the shipped templates (haprx local, real haproxy)', ()
       await new Promise((r) => haprx.once('exit', r));
     }
     await Promise.all(Object.values(echo).map((e) => e.close()));
+    await grpcEcho?.close();
     await rm(dir, { recursive: true, force: true });
   });
 
@@ -352,6 +389,28 @@ describe('routing through the shipped templates (haprx local, real haproxy)', ()
       assert.equal(rewritten.echo!.headers.host, 'internal.test');
     });
 
+    it('routes a gRPC call from a gRPC client (@grpc/grpc-js) over HTTP/2 to a gRPC server, by service and method, with its filter', async () => {
+      const Client = grpc.makeGenericClientConstructor({ Say: SAY }, 'Echo');
+      const call = (service: string, host: string) => {
+        const client = new Client(`127.0.0.1:${ports.gwHttp}`, grpc.credentials.createInsecure(), { 'grpc.default_authority': host });
+        const method = service === 'echo.Echo' ? 'Say' : 'Say';
+        const path = service === 'echo.Echo' ? SAY.path : `/${service}/Say`;
+        return new Promise<{ error?: grpc.ServiceError; reply?: string }>((resolve) => {
+          client.makeUnaryRequest(path, SAY.requestSerialize, SAY.responseDeserialize, Buffer.from('hello'), new grpc.Metadata(), { deadline: Date.now() + 5_000 }, (error, reply) => {
+            client.close();
+            resolve({ error: error ?? undefined, reply: reply?.toString() });
+          });
+          void method;
+        });
+      };
+      const ok = await call('echo.Echo', 'grpc.gw.test');
+      assert.equal(ok.error, undefined, ok.error?.message);
+      assert.equal(ok.reply, 'hello via haprx');
+      const other = await call('other.Service', 'grpc.gw.test');
+      assert.ok(other.error, 'no rule for another service');
+      assert.equal(other.error.code, grpc.status.UNIMPLEMENTED, `${other.error.code} ${other.error.message}`);
+    });
+
     it('terminates TLS on an HTTPS listener with its certificateRefs', async () => {
       const reply = await gwTls({ host: 'www.gw.example', path: '/' });
       assert.equal(who(reply), 'web');
@@ -372,11 +431,23 @@ describe('routing through the shipped templates (haprx local, real haproxy)', ()
       assert.equal(await reloads(), before, 'no reload');
     });
 
-    it('reloads for a changed HTTPRoute rule, and serves it', async () => {
+    it('applies an HTTPRoute rule added, changed and removed (a path to a backend in use) without reloading', async () => {
       const before = await reloads();
-      const extra = '    - matches: [{path: {value: /added}}]\n      backendRefs: [{name: admin, port: 80}]\n';
-      await writeFile(join(manifests, 'gateway.yaml'), gateway(ports.gwHttp, ports.gwHttps, extra));
+      const rule = (service: string) => `    - matches: [{path: {value: /added}}]\n      backendRefs: [{name: ${service}, port: 80}]\n`;
+      await writeFile(join(manifests, 'gateway.yaml'), gateway(ports.gwHttp, ports.gwHttps, rule('admin')));
       await until('the new rule', async () => (who(await gw({ host: 'filters.gw.test', path: '/added' })) === 'admin' ? true : undefined), 15_000, recent);
+      await writeFile(join(manifests, 'gateway.yaml'), gateway(ports.gwHttp, ports.gwHttps, rule('docs')));
+      await until('the changed rule', async () => (who(await gw({ host: 'filters.gw.test', path: '/added' })) === 'docs' ? true : undefined), 15_000, recent);
+      await writeFile(join(manifests, 'gateway.yaml'), gateway(ports.gwHttp, ports.gwHttps));
+      await until('the rule gone', async () => (who(await gw({ host: 'filters.gw.test', path: '/added' })) === 'status 404' ? true : undefined), 15_000, recent);
+      assert.equal(await reloads(), before, 'no reload');
+    });
+
+    it('reloads once for a rule with a filter of its own, and serves it', async () => {
+      const before = await reloads();
+      const extra = '    - matches: [{path: {value: /filtered}}]\n      filters: [{type: ResponseHeaderModifier, responseHeaderModifier: {set: [{name: x-new, value: "1"}]}}]\n      backendRefs: [{name: admin, port: 80}]\n';
+      await writeFile(join(manifests, 'gateway.yaml'), gateway(ports.gwHttp, ports.gwHttps, extra));
+      await until('the new rule', async () => ((await gw({ host: 'filters.gw.test', path: '/filtered' })).headers['x-new'] === '1' ? true : undefined), 15_000, recent);
       assert.equal(await reloads(), before + 1);
     });
   });

@@ -1,0 +1,165 @@
+/**
+ * Which HTTPRoute changes reload haproxy, row by row as docs/templates.md states them:
+ * the shipped templates are rendered after each change and deployed through the
+ * Data Plane API double to its real haproxy, whose master counts the reloads
+ * (`show proc`); requests then show the change took effect.
+ */
+import assert from 'node:assert/strict';
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { after, before, describe, it } from 'node:test';
+import { renderOnce } from '../../src/cli/render-once.ts';
+import { DataplaneTarget } from '../../src/dataplane/target.ts';
+import { type DataplaneDouble, startDataplaneDouble } from '../support/dataplane-double/index.ts';
+import { freePort } from '../support/ports.ts';
+import { send, serviceManifest, startEchoBackend } from '../templates/support.ts';
+
+const ROOT = new URL('../..', import.meta.url).pathname;
+const AUTH = { username: 'admin', password: 'adminpwd' };
+const SERVICES = ['web', 'api', 'docs'] as const;
+type Service = (typeof SERVICES)[number];
+
+describe('HTTPRoute changes and reloads, through the Data Plane API double with the shipped templates', () => {
+  let dir: string;
+  let double: DataplaneDouble;
+  let target: DataplaneTarget;
+  let port: number;
+  const echo: Partial<Record<Service, Awaited<ReturnType<typeof startEchoBackend>>>> = {};
+  // The routes under test, by name, as YAML specs; "keeper" keeps every backend in use throughout.
+  let routes: Record<string, string> = {};
+
+  const manifests = () => {
+    const gateway = `apiVersion: gateway.networking.k8s.io/v1
+kind: GatewayClass
+metadata: {name: haprx}
+spec: {controllerName: haprx.io/gateway-controller}
+---
+apiVersion: gateway.networking.k8s.io/v1
+kind: Gateway
+metadata: {name: gw, namespace: shop}
+spec:
+  gatewayClassName: haprx
+  listeners: [{name: http, port: ${port}, protocol: HTTP}]
+`;
+    const route = (name: string, spec: string) => `apiVersion: gateway.networking.k8s.io/v1\nkind: HTTPRoute\nmetadata: {name: ${name}, namespace: shop}\nspec:\n  parentRefs: [{name: gw}]\n${spec}`;
+    const keeper = route('keeper', `  hostnames: [keeper.test]\n  rules:\n${SERVICES.map((s) => `    - {matches: [{path: {value: /${s}}}], backendRefs: [{name: ${s}, port: 80}]}`).join('\n')}\n`);
+    return [...SERVICES.map((name) => serviceManifest(name, echo[name]!.port)), gateway, keeper, ...Object.entries(routes).map(([name, spec]) => route(name, spec))].join('---\n');
+  };
+
+  /** Renders the current manifests, deploys them, and says how many reloads that took. */
+  const deploy = async () => {
+    await writeFile(join(dir, 'manifests.yaml'), manifests());
+    // The listener is on the Ingress HTTP port: one frontend serves both.
+    const rendered = await renderOnce(dir, join(ROOT, 'templates'), { bindAddress: '127.0.0.1', httpPort: port });
+    assert.ok(rendered.ok, rendered.ok ? '' : rendered.message);
+    const before = (await double.reloadCounts()).reloads;
+    const outcome = await target.deploy(rendered.config);
+    assert.ok(outcome.ok, outcome.error);
+    await double.reloadsSettled();
+    return { reloads: (await double.reloadCounts()).reloads - before, mode: outcome.detail?.mode, reasons: outcome.detail?.reasons ?? [] };
+  };
+  const runtimeOnly = { reloads: 0, mode: 'runtime', reasons: [] };
+  const who = async (host: string, path: string, headers?: Record<string, string>) => {
+    const reply = await send(port, { host, path, headers });
+    return reply.echo?.name ?? `status ${reply.status}`;
+  };
+
+  before(async () => {
+    dir = await mkdtemp(join(tmpdir(), 'haprx-gateway-reloads-'));
+    port = await freePort();
+    for (const name of SERVICES) echo[name] = await startEchoBackend(name);
+    double = await startDataplaneDouble({ ...AUTH, reloadDelayMs: 50 });
+    target = new DataplaneTarget({ ...AUTH, baseUrl: double.url, reloadPollMs: 20 });
+    routes = {};
+    const first = await deploy();
+    assert.equal(first.reloads, 1, 'the first deployment reloads once');
+    assert.equal(await who('keeper.test', '/api/x'), 'api');
+  });
+
+  after(async () => {
+    await target?.close();
+    await double?.stop();
+    await Promise.all(Object.values(echo).map((e) => e.close()));
+    await rm(dir, { recursive: true, force: true });
+  });
+
+  it('an HTTPRoute added, with a hostname and a PathPrefix, to a backend in use: no reload', async () => {
+    routes.shop = '  hostnames: [shop.test]\n  rules:\n    - backendRefs: [{name: web, port: 80}]\n';
+    assert.deepEqual(await deploy(), runtimeOnly);
+    assert.equal(await who('shop.test', '/anything'), 'web');
+  });
+
+  it('a rule added with an Exact path and a longer prefix: no reload, and the precedence holds', async () => {
+    routes.shop = `  hostnames: [shop.test]
+  rules:
+    - backendRefs: [{name: web, port: 80}]
+    - {matches: [{path: {type: Exact, value: /status}}], backendRefs: [{name: docs, port: 80}]}
+    - {matches: [{path: {value: /api}}], backendRefs: [{name: api, port: 80}]}
+`;
+    assert.deepEqual(await deploy(), runtimeOnly);
+    assert.equal(await who('shop.test', '/status'), 'docs');
+    assert.equal(await who('shop.test', '/status/x'), 'web');
+    assert.equal(await who('shop.test', '/api/orders'), 'api');
+    assert.equal(await who('shop.test', '/apis'), 'web');
+  });
+
+  it('a wildcard hostname added, and a more specific one after it: no reload', async () => {
+    routes.wild = '  hostnames: ["*.wild.test"]\n  rules: [{backendRefs: [{name: docs, port: 80}]}]\n';
+    assert.deepEqual(await deploy(), runtimeOnly);
+    assert.equal(await who('a.b.wild.test', '/'), 'docs');
+    routes.deeper = '  hostnames: ["*.deep.wild.test"]\n  rules: [{matches: [{path: {value: /only}}], backendRefs: [{name: api, port: 80}]}]\n';
+    assert.deepEqual(await deploy(), runtimeOnly);
+    assert.equal(await who('x.deep.wild.test', '/only/this'), 'api');
+    assert.equal(await who('x.deep.wild.test', '/other'), 'docs', 'the wider wildcard still answers what the narrower does not');
+  });
+
+  it('weights changed: no reload', async () => {
+    routes.canary = '  hostnames: [canary.test]\n  rules: [{backendRefs: [{name: web, port: 80, weight: 0}, {name: api, port: 80, weight: 1}]}]\n';
+    assert.deepEqual(await deploy(), runtimeOnly);
+    assert.equal(await who('canary.test', '/'), 'api');
+    routes.canary = '  hostnames: [canary.test]\n  rules: [{backendRefs: [{name: web, port: 80, weight: 1}, {name: api, port: 80, weight: 0}]}]\n';
+    assert.deepEqual(await deploy(), runtimeOnly);
+    assert.equal(await who('canary.test', '/'), 'web');
+  });
+
+  it('a backend changed to another in use, and a timeout added: no reload', async () => {
+    routes.shop = `  hostnames: [shop.test]
+  rules:
+    - backendRefs: [{name: api, port: 80}]
+      timeouts: {request: 5s}
+`;
+    assert.deepEqual(await deploy(), runtimeOnly);
+    assert.equal(await who('shop.test', '/status'), 'api');
+  });
+
+  it('an HTTPRoute deleted: no reload', async () => {
+    delete routes.wild;
+    assert.deepEqual(await deploy(), runtimeOnly);
+    assert.equal(await who('a.b.wild.test', '/'), 'status 404');
+    assert.equal(await who('x.deep.wild.test', '/only/this'), 'api');
+  });
+
+  it('a header match added: one reload (the match is an ACL)', async () => {
+    routes.header = '  hostnames: [header.test]\n  rules: [{matches: [{headers: [{name: x-v, value: "2"}]}], backendRefs: [{name: docs, port: 80}]}]\n';
+    const result = await deploy();
+    assert.equal(result.reloads, 1);
+    assert.equal(await who('header.test', '/', { 'x-v': '2' }), 'docs');
+    assert.equal(await who('header.test', '/'), 'status 404');
+  });
+
+  it('with ACL matches in place, a hostname-and-path route added before them: no reload', async () => {
+    routes.first = '  hostnames: [header.test]\n  rules: [{matches: [{path: {type: Exact, value: /exact}}], backendRefs: [{name: api, port: 80}]}]\n';
+    assert.deepEqual(await deploy(), runtimeOnly);
+    assert.equal(await who('header.test', '/exact'), 'api');
+    assert.equal(await who('header.test', '/', { 'x-v': '2' }), 'docs');
+  });
+
+  it('a filter added: one reload (filters are configuration lines)', async () => {
+    routes.filtered = '  hostnames: [filtered.test]\n  rules: [{filters: [{type: RequestHeaderModifier, requestHeaderModifier: {set: [{name: x-f, value: "1"}]}}], backendRefs: [{name: web, port: 80}]}]\n';
+    const result = await deploy();
+    assert.equal(result.reloads, 1);
+    const reply = await send(port, { host: 'filtered.test', path: '/' });
+    assert.equal(reply.echo?.headers['x-f'], '1');
+  });
+});
