@@ -44,7 +44,7 @@ export async function seedStatusCluster(double: KubeApiDouble): Promise<void> {
   double.create('v1', 'services', { metadata: { name: 'web', namespace: 'shop' }, spec: { ports: [{ name: 'http', port: 80 }] } });
   double.create('v1', 'services', { metadata: { name: 'granted', namespace: 'guest' }, spec: { ports: [{ name: 'http', port: 80 }] } });
   double.create('v1', 'services', { metadata: { name: 'secret-web', namespace: 'guest' }, spec: { ports: [{ name: 'http', port: 80 }] } });
-  double.create('v1', 'services', { metadata: { name: 'grpc', namespace: 'shop' }, spec: { ports: [{ name: 'grpc', port: 80, appProtocol: 'kubernetes.io/h2c' }] } });
+  double.create('v1', 'services', { metadata: { name: 'grpc', namespace: 'shop' }, spec: { ports: [{ name: 'grpc', port: 80, appProtocol: 'example.com/custom' }] } });
   double.create('discovery.k8s.io/v1', 'endpointslices', {
     metadata: { name: 'web-1', namespace: 'shop', labels: { 'kubernetes.io/service-name': 'web' } },
     addressType: 'IPv4',
@@ -74,7 +74,7 @@ export async function seedStatusCluster(double: KubeApiDouble): Promise<void> {
         { name: 'nocert', port: 9443, protocol: 'HTTPS', tls: { certificateRefs: [{ name: 'missing' }] } },
         { name: 'foreign', port: 9444, protocol: 'HTTPS', tls: { certificateRefs: [{ name: 'elsewhere', namespace: 'guest' }] } },
         { name: 'clash', port: 443, protocol: 'HTTP' },
-        { name: 'tcp', port: 9000, protocol: 'TCP' },
+        { name: 'udp', port: 9000, protocol: 'UDP' },
         { name: 'kinds', port: 8081, protocol: 'HTTP', allowedRoutes: { kinds: [{ kind: 'TCPRoute' }] } },
       ],
     },

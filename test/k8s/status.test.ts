@@ -50,14 +50,14 @@ describe('status in a cluster, with the shipped templates', () => {
     assert.deepEqual(listenerSummary(double, 'http'), ['Accepted=True Accepted', 'ResolvedRefs=True ResolvedRefs', 'Conflicted=False NoConflicts', 'Programmed=True Programmed']);
     assert.equal(gw.listeners?.find((l) => l.name === 'http')?.attachedRoutes, 1);
     assert.equal(gw.listeners?.find((l) => l.name === 'api')?.attachedRoutes, 5);
-    assert.deepEqual(gw.listeners?.find((l) => l.name === 'http')?.supportedKinds, [{ group: 'gateway.networking.k8s.io', kind: 'HTTPRoute' }]);
+    assert.deepEqual(gw.listeners?.find((l) => l.name === 'http')?.supportedKinds, [{ group: 'gateway.networking.k8s.io', kind: 'HTTPRoute' }, { group: 'gateway.networking.k8s.io', kind: 'GRPCRoute' }]);
     assert.deepEqual(listenerSummary(double, 'again'), ['Accepted=True Accepted', 'ResolvedRefs=True ResolvedRefs', 'Conflicted=True HostnameConflict', 'Programmed=False Invalid']);
     assert.deepEqual(listenerSummary(double, 'https'), ['Accepted=True Accepted', 'ResolvedRefs=True ResolvedRefs', 'Conflicted=False NoConflicts', 'Programmed=True Programmed']);
     assert.deepEqual(listenerSummary(double, 'nocert'), ['Accepted=True Accepted', 'ResolvedRefs=False InvalidCertificateRef', 'Conflicted=False NoConflicts', 'Programmed=False Invalid']);
     assert.deepEqual(listenerSummary(double, 'foreign'), ['Accepted=True Accepted', 'ResolvedRefs=False RefNotPermitted', 'Conflicted=False NoConflicts', 'Programmed=False Invalid']);
     assert.deepEqual(listenerSummary(double, 'clash'), ['Accepted=False PortUnavailable', 'ResolvedRefs=True ResolvedRefs', 'Conflicted=True ProtocolConflict', 'Programmed=False Invalid']);
-    assert.deepEqual(listenerSummary(double, 'tcp'), ['Accepted=False UnsupportedProtocol', 'ResolvedRefs=True ResolvedRefs', 'Conflicted=False NoConflicts', 'Programmed=False Invalid']);
-    assert.deepEqual(gw.listeners?.find((l) => l.name === 'tcp')?.supportedKinds, []);
+    assert.deepEqual(listenerSummary(double, 'udp'), ['Accepted=False UnsupportedProtocol', 'ResolvedRefs=True ResolvedRefs', 'Conflicted=False NoConflicts', 'Programmed=False Invalid']);
+    assert.deepEqual(gw.listeners?.find((l) => l.name === 'udp')?.supportedKinds, []);
     assert.deepEqual(listenerSummary(double, 'kinds'), ['Accepted=True Accepted', 'ResolvedRefs=False InvalidRouteKinds', 'Conflicted=False NoConflicts', 'Programmed=False Invalid']);
     for (const l of gw.listeners ?? []) for (const c of l.conditions) assert.equal(c.observedGeneration, 1, `${l.name} ${c.type}`);
 
