@@ -11,7 +11,7 @@
  */
 import { readFile, writeFile } from 'node:fs/promises';
 import * as t from 'io-ts';
-import { DEFAULT_SETTINGS, Settings, WatchedResource } from '../src/config/controller-config.ts';
+import { DEFAULT_CANARY, DEFAULT_SETTINGS, Settings, WatchedResource } from '../src/config/controller-config.ts';
 import { Duration } from '../src/config/duration.ts';
 import { DEFAULT_INDEX, DEFAULT_STRIP } from '../src/k8s/store.ts';
 
@@ -35,6 +35,16 @@ const MEANINGS: Record<string, string> = {
   'settings.haproxy.dataplane.container': "the container that runs the Data Plane API; a pod counts once it is Ready. Without it, the pod's Ready condition decides",
   'settings.haproxy.dataplane.port': 'the Data Plane API port',
   'settings.haproxy.dataplane.scheme': '`http` or `https`; for https, put `ca.crt` in the credentials Secret',
+  'settings.canary': 'canary rollout, off when unset: a configuration that reloads goes to one instance first (the first by pod name), is checked, then goes to the rest; a failure rolls that instance back and leaves the rest untouched ([dataplane.md](dataplane.md#canary-rollout))',
+  'settings.canary.checkFor': 'how long the canary is checked before the rest get the configuration',
+  'settings.canary.interval': 'a round of checks every this often, the first at once; a round that has not answered by the next has failed',
+  'settings.canary.probe': 'an HTTP request to the canary, at its own address; without it, the Data Plane health and failed reloads alone are checked',
+  'settings.canary.probe.port': 'the port haproxy serves it on',
+  'settings.canary.probe.path': 'the path, with its query',
+  'settings.canary.probe.host': "the Host header (and TLS server name); the instance's address when unset",
+  'settings.canary.probe.scheme': '`http` or `https` (the certificate is not verified: the probe checks the instance, it trusts nothing)',
+  'settings.canary.probe.expectStatus': 'the statuses that pass; any 2xx or 3xx when unset',
+  'settings.canary.probe.timeout': 'no answer by then fails the round; at most `interval`',
   'watch[].name': 'the name templates use: `resources.<name>`',
   'watch[].apiVersion': 'e.g. `v1`, `networking.k8s.io/v1`',
   'watch[].resource': 'the plural resource, e.g. `ingresses`',
@@ -81,7 +91,8 @@ function formatMs(ms: number): string {
 
 /** The default of settings.<path>, from DEFAULT_SETTINGS (durations are held there as <name>Ms). */
 function defaultOf(path: string[], codec: t.Mixed): string {
-  let node: unknown = DEFAULT_SETTINGS;
+  // Canary rollout is off by default; its fields have defaults once it is set.
+  let node: unknown = { ...DEFAULT_SETTINGS, canary: DEFAULT_CANARY };
   for (const [i, key] of path.entries()) {
     const record = node as Record<string, unknown> | undefined;
     node = i === path.length - 1 && codec === Duration ? record?.[`${key}Ms`] : record?.[key];

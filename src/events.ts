@@ -107,6 +107,9 @@ export interface InstanceOutcome {
   drift?: string;
 }
 
+/** One round of checks of a canary instance: what failed, if anything. */
+export type CanaryCheck = { ok: true } | { ok: false; problems: readonly string[] };
+
 export interface InstanceResult extends InstanceOutcome {
   endpoint: Endpoint;
   durationMs: number;
@@ -149,6 +152,21 @@ export type ControllerEvent =
   | { type: 'InstanceDeployFailed'; deployment: Deployment; result: InstanceResult }
   /** `diff`: from what the instances ran to what the deployment applied (redacted, bounded). */
   | { type: 'DeploymentCompleted'; deployment: Deployment; results: readonly InstanceResult[]; durationMs: number; diff?: ConfigDiff }
+  /**
+   * A configuration that reloads went to one instance first (`endpoint`, the canary);
+   * it is checked for `checkForMs` before the `rest` get it.
+   */
+  | { type: 'CanaryStarted'; reconcile: Reconcile; config: RenderedConfig; endpoint: Endpoint; rest: readonly Endpoint[]; checkForMs: number }
+  /** The canary ran the configuration for the whole check without a failed check: the rest get it now. */
+  | { type: 'CanaryPassed'; reconcile: Reconcile; config: RenderedConfig; endpoint: Endpoint; checks: number; checkedMs: number }
+  /**
+   * The canary's deployment or one of its checks failed: the canary goes back to `rollbackTo`
+   * (the configuration the rest run, a hash; absent when none is known), the rest are left
+   * untouched, and the configuration goes no further.
+   */
+  | { type: 'CanaryFailed'; reconcile: Reconcile; config: RenderedConfig; endpoint: Endpoint; problems: readonly string[]; rollbackTo?: string }
+  /** A newer configuration arrived while the canary was checked: the check stops, the rest are left as they are, the newer one follows. */
+  | { type: 'CanaryAbandoned'; reconcile: Reconcile; config: RenderedConfig; endpoint: Endpoint; by: Reconcile }
   /** The leader wrote an object's status (`fields`: the status fields it changed). */
   | { type: 'StatusWritten'; object: ObjectRef; fields: readonly string[] }
   /** Writing an object's status failed; it is tried again after `retryInMs` (0: not again, e.g. the object is gone). */
@@ -184,9 +202,10 @@ export interface DeployRequest extends Desired {
    * change: a new configuration; endpoints: instances that joined or came back; drift:
    * nothing deployed for the drift interval; leader: this replica took over; retry: a
    * failed instance, again; credentials: new Data Plane credentials; fast: the fast
-   * path's runtime operations (see `fast`).
+   * path's runtime operations (see `fast`); canary: the first instance of a canary
+   * rollout; rollback: the canary back to what the rest run.
    */
-  reason: 'change' | 'drift' | 'endpoints' | 'leader' | 'retry' | 'credentials' | 'fast';
+  reason: 'change' | 'drift' | 'endpoints' | 'leader' | 'retry' | 'credentials' | 'fast' | 'canary' | 'rollback';
   /**
    * Set on fast path requests: the operations that take an instance running the
    * configuration `from` (a hash) to this one. Instances apply them at runtime or not at

@@ -5,6 +5,7 @@ import type { ControllerEvent, Endpoint, InstanceOutcome, Deployment, Reconcile,
 import type { ResourceChange } from '../src/k8s/resource.ts';
 import { type ResourceView, type StoreOptions, Store } from '../src/k8s/store.ts';
 import type { RenderedConfig } from '../src/templating/rendered.ts';
+import { type CanaryDeps, canaryRollout } from './canary.ts';
 import { deployer } from './deploy.ts';
 import { type Describe, deploymentDiffs } from './deployment-diff.ts';
 import { drift } from './drift.ts';
@@ -57,6 +58,8 @@ export interface GraphDeps {
   deployTo(endpoint: Endpoint, deployment: Deployment): Observable<InstanceOutcome>;
   /** The diff each completed deployment carries (redacted and bounded); without it, none. */
   diff?: Describe;
+  /** The canary's checks and what instances run; with `settings.canary`, configurations that reload go to one instance first. */
+  canary?: Omit<CanaryDeps, 'scheduler'>;
   /** Whether this replica may deploy; without it, it always may. */
   leader$?: Observable<boolean>;
   /** Emits when the Data Plane credentials are new or rotated: every instance gets the current configuration again. */
@@ -80,6 +83,8 @@ export interface GraphDeps {
  *                        failed instance retried with backoff        ◄─ deploy outcomes
  *            → whileLeader (switchMap on leader$: a lost lead aborts the deployment)
  *            → schedule (throttle, single flight, waiting requests merged)
+ *            → canary (optional: a configuration that reloads goes to one instance,
+ *                      checked, then to the rest; a failure rolls the canary back)
  *            → deploy (mergeMap over endpoints)
  *            → diffs (each completed deployment: what it changed on its instances)
  *
@@ -140,6 +145,7 @@ export function graph(settings: GraphSettings, deps: GraphDeps): Observable<Cont
           fastRequests$,
         ).pipe(stageName('requests'));
         const deploy = deployer({ deployTo: deps.deployTo, scheduler }, { maxParallel: settings.maxParallel, timeoutMs: settings.deployTimeoutMs });
+        const rollout = settings.canary && deps.canary ? canaryRollout(deploy, { ...deps.canary, scheduler }, settings.canary) : deploy;
         const deployed$ = whileLeader(
           requests$,
           desired$,
@@ -148,7 +154,7 @@ export function graph(settings: GraphSettings, deps: GraphDeps): Observable<Cont
           // not held to the interval between deployments that protects against reloads.
           (leading$) =>
             merge(
-              schedule(leading$.pipe(filter((r) => r.reason !== 'fast')), deploy, settings.minDeployIntervalMs, scheduler),
+              schedule(leading$.pipe(filter((r) => r.reason !== 'fast')), rollout, settings.minDeployIntervalMs, scheduler),
               leading$.pipe(
                 filter((r) => r.reason === 'fast'),
                 concatMap(deploy),

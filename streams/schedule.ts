@@ -1,4 +1,4 @@
-import { type Observable, type SchedulerLike, asyncScheduler, defaultIfEmpty, defer, forkJoin, ignoreElements, map, mergeMap, shareReplay, throttle, timer } from 'rxjs';
+import { type Observable, type SchedulerLike, Subject, asyncScheduler, defaultIfEmpty, defer, forkJoin, ignoreElements, map, mergeMap, shareReplay, tap, throttle, timer } from 'rxjs';
 import type { DeployRequest, Endpoint } from '../src/events.ts';
 
 /**
@@ -13,13 +13,16 @@ import type { DeployRequest, Endpoint } from '../src/events.ts';
  */
 export function schedule<E>(
   requests$: Observable<DeployRequest>,
-  run: (request: DeployRequest) => Observable<E>,
+  run: (request: DeployRequest, newer$: Observable<DeployRequest>) => Observable<E>,
   minIntervalMs: number,
   scheduler: SchedulerLike = asyncScheduler,
 ): Observable<E> {
   return defer(() => {
     let waiting: DeployRequest | undefined;
+    // A run sees the requests that arrive while it runs (a canary ends its check for a newer configuration).
+    const arrivals = new Subject<DeployRequest>();
     return requests$.pipe(
+      tap((request) => arrivals.next(request)),
       // Every request joins the one waiting; the throttle only decides when the
       // waiting one starts, and it is taken when it does.
       // Lazy and shared: the deployment starts when the request is let through, and the
@@ -30,7 +33,7 @@ export function schedule<E>(
         return defer(() => {
           const taken = waiting!;
           waiting = undefined;
-          return run(taken);
+          return run(taken, arrivals);
         }).pipe(shareReplay({ bufferSize: Infinity, refCount: true }));
       }),
       throttle((run$) => forkJoin([timer(minIntervalMs, scheduler), run$.pipe(ignoreElements(), defaultIfEmpty(null))]), {
@@ -43,7 +46,7 @@ export function schedule<E>(
 }
 
 /** When requests merge, the reason that says most about the deployment names it. */
-const RANK: Readonly<Record<DeployRequest['reason'], number>> = { fast: 6, change: 5, leader: 4, credentials: 3, endpoints: 2, retry: 1, drift: 0 };
+const RANK: Readonly<Record<DeployRequest['reason'], number>> = { canary: 8, rollback: 7, fast: 6, change: 5, leader: 4, credentials: 3, endpoints: 2, retry: 1, drift: 0 };
 
 /**
  * Two waiting requests as one. Every request carries the newest configuration when it

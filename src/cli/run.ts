@@ -2,12 +2,12 @@ import { randomUUID } from 'node:crypto';
 import { hostname } from 'node:os';
 import { parseArgs } from 'node:util';
 import { BehaviorSubject, type MonoTypeOperatorFunction, NEVER, Observable, Subject, type Subscription, combineLatest, distinctUntilChanged, map, of, tap } from 'rxjs';
-import type { ControllerConfig } from '../config/controller-config.ts';
+import type { CanaryProbeSettings, ControllerConfig } from '../config/controller-config.ts';
 import { DEFAULT_SETTINGS } from '../config/controller-config.ts';
 import type { RawConfig } from '../config/template-dir.ts';
 import { DataplaneTarget, type DataplaneTargetOptions } from '../dataplane/target.ts';
 import { errorMessage } from '../errors.ts';
-import type { ControllerEvent, Deployment, Endpoint, InstanceOutcome } from '../events.ts';
+import type { CanaryCheck, ControllerEvent, Deployment, Endpoint, InstanceOutcome } from '../events.ts';
 import { Validator } from '../haproxy/validate.ts';
 import { KubeApi, loadKubeConfig } from '../k8s/api.ts';
 import { type EventLimits, clusterEventFor } from '../k8s/cluster-events.ts';
@@ -28,7 +28,8 @@ import { loadControllerConfig } from './load-config.ts';
 import type { Command } from './main.ts';
 import { reportStrayErrors } from './guard.ts';
 import { clusterFeedback, objectEventRecorder } from './feedback.ts';
-import { type RenderBasis, controllerGraph } from './wiring.ts';
+import { fromAbortable } from './abortable.ts';
+import { type CanaryIO, type RenderBasis, controllerGraph } from './wiring.ts';
 
 /** What a target is made from: the endpoint's address and the Secret's credentials. */
 export type TargetOptions = Pick<DataplaneTargetOptions, 'baseUrl' | 'username' | 'password' | 'ca' | 'cert' | 'key'>;
@@ -38,6 +39,10 @@ export interface InstanceTarget {
   /** With `fast`, the fast path's runtime operations: applied at runtime or not at all. */
   deploy(config: RenderedConfig, signal?: AbortSignal, fast?: Deployment['fast']): Promise<InstanceOutcome>;
   close?(): Promise<void>;
+  /** What the instance runs, as far as the target vouches (canary rollout). */
+  readonly running?: RenderedConfig | undefined;
+  /** One round of canary checks (canary rollout); a target without it is checked by time alone. */
+  check?(since: number, probe: CanaryProbeSettings | undefined, signal?: AbortSignal): Promise<CanaryCheck>;
 }
 
 export type TargetFactory = (options: TargetOptions) => InstanceTarget;
@@ -197,6 +202,20 @@ export function startInCluster(options: InClusterOptions): RunningController {
     });
   };
 
+  // Canary rollout asks the targets what their instances run, and checks the canary through its target.
+  const canary: CanaryIO = {
+    check: (endpoint, since, probe) =>
+      fromAbortable(async (signal): Promise<CanaryCheck> => {
+        const target = targets.get(endpoint.id)?.target;
+        if (!target) return { ok: false, problems: [`no Data Plane target for ${endpoint.id}`] };
+        return target.check ? target.check(since, probe, signal) : { ok: true };
+      }),
+    running: (endpoint) => {
+      const known = targets.get(endpoint.id);
+      return known?.address === endpoint.address && known.incarnation === endpoint.incarnation ? known.target.running : undefined;
+    },
+  };
+
   const config$ = controllerConfigSource(api, namespace, options.configMap, lw).pipe(
     tap((state) => (configUid = state.uid)),
     map((state) => state.raw),
@@ -231,6 +250,7 @@ export function startInCluster(options: InClusterOptions): RunningController {
         // loss: deployTo starts nothing new, and the one in flight may drain.
         leader$: elector.leader$,
         credentials$: credentialsLoaded$,
+        canary,
         ...(observer?.scrub && { scrub: observer.scrub }),
         ...(options.admission && { onRender: ({ loaded: l, values, resources }: RenderBasis) => options.admission!.setBasis({ config: l.config, templates: l.templates, values, resources }) }),
       });

@@ -1,7 +1,8 @@
 import { EMPTY, type Observable, defer, finalize, map, mergeMap, of, tap } from 'rxjs';
-import type { WatchedResource } from '../config/controller-config.ts';
-import type { ControllerEvent, Deployment, Endpoint, InstanceOutcome } from '../events.ts';
+import type { CanaryProbeSettings, CanarySettings, WatchedResource } from '../config/controller-config.ts';
+import type { CanaryCheck, ControllerEvent, Deployment, Endpoint, InstanceOutcome } from '../events.ts';
 import { configDiff } from '../haproxy/config-diff.ts';
+import { planDeployment } from '../haproxy/plan.ts';
 import { type Validator, couldNotRun } from '../haproxy/validate.ts';
 import type { ResourceChange } from '../k8s/resource.ts';
 import type { ResourceView } from '../k8s/store.ts';
@@ -10,7 +11,7 @@ import { DEFAULT_RENDER_TIMEOUT_MS } from '../templating/engine.ts';
 import { planFast } from '../templating/fast-path.ts';
 import { RenderWorker, type WorkerRender } from '../templating/render-worker.ts';
 import type { RenderedConfig } from '../templating/rendered.ts';
-import { graph } from '../../streams/graph.ts';
+import { type GraphDeps, graph } from '../../streams/graph.ts';
 import type { ValidateOutcome } from '../../streams/validate.ts';
 import type { RenderOutcome } from '../../streams/render.ts';
 import { fromAbortable } from './abortable.ts';
@@ -36,6 +37,15 @@ export interface ControllerIO {
   onRender?(basis: RenderBasis): void;
   /** Blanks the values of watched Secrets out of a text (the deployment diffs); redaction of credentials and keys is always on. */
   scrub?(text: string): string;
+  /** What canary rollout needs of the targets (with `settings.canary`; a fleet of one never needs it). */
+  canary?: CanaryIO;
+}
+
+export interface CanaryIO {
+  /** One round of checks of an instance (Data Plane health, failed reloads since `since`, the probe). */
+  check(endpoint: Endpoint, since: number, probe: CanaryProbeSettings | undefined): Observable<CanaryCheck>;
+  /** What an instance runs, as its target knows it. */
+  running(endpoint: Endpoint): RenderedConfig | undefined;
 }
 
 /** What a graph renders with; `resources` are its own stores, kept current by the graph. */
@@ -83,11 +93,21 @@ export function controllerGraph(loaded: LoadedConfig, io: ControllerIO): Observa
           ),
         deployTo: io.deployTo,
         diff: (from, to) => configDiff(from, to, { ...(io.scrub && { scrub: io.scrub }) }),
+        ...(io.canary && config.settings.canary && { canary: canaryDeps(io.canary, config.settings.canary) }),
         ...(io.leader$ && { leader$: io.leader$ }),
         ...(io.credentials$ && { credentials$: io.credentials$ }),
       },
     ).pipe(finalize(() => void worker.close()));
   });
+}
+
+/** The canary stage's IO: the targets' checks and knowledge, and the deployment plan's verdict on reloads. */
+function canaryDeps(io: CanaryIO, settings: CanarySettings): NonNullable<GraphDeps['canary']> {
+  return {
+    check: (endpoint, _config, since) => io.check(endpoint, since, settings.probe),
+    reloads: (from, to) => planDeployment(from, to).kind === 'reload',
+    running: (endpoint) => io.running(endpoint),
+  };
 }
 
 /** What the worker answered, as the render stage takes it; a cancelled render gives nothing. */

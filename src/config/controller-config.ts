@@ -70,6 +70,26 @@ export const HaproxySettings = t.partial({
   dataplane: DataplaneSettings,
 });
 
+/** An HTTP request to the canary instance that must answer as expected. */
+export const CanaryProbe = t.intersection([
+  t.type({
+    /** The port haproxy serves on, at the instance's own address. */
+    port: t.number,
+  }),
+  t.partial({
+    path: t.string,
+    /** The Host header; the instance's address when unset. */
+    host: t.string,
+    scheme: t.keyof({ http: null, https: null }),
+    /** Statuses that pass; any 2xx or 3xx when unset. */
+    expectStatus: t.array(t.number),
+    timeout: Duration,
+  }),
+]);
+
+/** Canary rollout: a configuration that reloads goes to one instance first, checked for `checkFor`. */
+export const CanarySettingsCodec = t.intersection([t.type({ checkFor: Duration }), t.partial({ interval: Duration, probe: CanaryProbe })]);
+
 export const Settings = t.partial({
   debounce: Duration,
   debounceMaxWait: Duration,
@@ -81,6 +101,7 @@ export const Settings = t.partial({
   /** Instances deployed to at once; 0 means all. */
   maxParallel: t.number,
   haproxy: HaproxySettings,
+  canary: CanarySettingsCodec,
 });
 
 export const ControllerConfigCodec = t.intersection([
@@ -103,8 +124,29 @@ export interface ControllerConfig {
     maxParallel: number;
     /** Filled in by decodeControllerConfig; optional so that graph settings built by hand need not carry it. */
     haproxy?: HaproxyInstances;
+    /** Canary rollout; off when absent. */
+    canary?: CanarySettings;
   };
 }
+
+export interface CanaryProbeSettings {
+  port: number;
+  path: string;
+  host?: string;
+  scheme: 'http' | 'https';
+  /** Empty: any 2xx or 3xx. */
+  expectStatus: readonly number[];
+  timeoutMs: number;
+}
+
+export interface CanarySettings {
+  checkForMs: number;
+  intervalMs: number;
+  probe?: CanaryProbeSettings;
+}
+
+/** The defaults of a canary setting that is given (canary rollout itself is off unless set). */
+export const DEFAULT_CANARY = { intervalMs: 5_000, probe: { path: '/', scheme: 'http', timeoutMs: 2_000 } } as const;
 
 export interface HaproxyInstances {
   podSelector: string;
@@ -165,6 +207,7 @@ export function decodeControllerConfig(input: unknown): DecodeResult<ControllerC
     if (!selector.ok) errors.push({ path: 'settings.haproxy.podSelector', message: selector.message });
     else if (!haproxy.podSelector.trim()) errors.push({ path: 'settings.haproxy.podSelector', message: 'must select something: an empty selector matches every pod' });
   }
+  errors.push(...canaryErrors(settings.canary));
   const port = haproxy.dataplane?.port;
   if (port !== undefined && !(Number.isInteger(port) && port >= 1 && port <= 65535)) errors.push({ path: 'settings.haproxy.dataplane.port', message: 'must be a port number, 1 to 65535' });
   if (errors.length > 0) return { ok: false, errors };
@@ -183,6 +226,7 @@ export function decodeControllerConfig(input: unknown): DecodeResult<ControllerC
         deployTimeoutMs: settings.deployTimeout ?? DEFAULT_SETTINGS.deployTimeoutMs,
         renderTimeoutMs: settings.renderTimeout ?? DEFAULT_SETTINGS.renderTimeoutMs!,
         maxParallel: settings.maxParallel ?? DEFAULT_SETTINGS.maxParallel,
+        ...(settings.canary && { canary: canarySettings(settings.canary) }),
         haproxy: {
           podSelector: haproxy.podSelector ?? defaults.podSelector,
           ...(haproxy.namespace !== undefined && { namespace: haproxy.namespace }),
@@ -195,5 +239,49 @@ export function decodeControllerConfig(input: unknown): DecodeResult<ControllerC
         },
       },
     },
+  };
+}
+
+type CanaryInput = t.TypeOf<typeof CanarySettingsCodec>;
+
+// A printable path, and a host name or address: they go into a request line and a header.
+const PROBE_PATH = /^\/[\x21-\x7e]*$/;
+const PROBE_HOST = /^[A-Za-z0-9.:[\]-]+$/;
+
+function canaryErrors(canary: CanaryInput | undefined): { path: string; message: string }[] {
+  if (!canary) return [];
+  const errors: { path: string; message: string }[] = [];
+  const at = (field: string, message: string) => errors.push({ path: `settings.canary.${field}`, message });
+  if (canary.checkFor < 1) at('checkFor', 'must be at least 1ms: the canary is checked for that long');
+  const interval = canary.interval ?? DEFAULT_CANARY.intervalMs;
+  if (interval < 1) at('interval', 'must be at least 1ms');
+  const probe = canary.probe;
+  if (!probe) return errors;
+  if (!(Number.isInteger(probe.port) && probe.port >= 1 && probe.port <= 65535)) at('probe.port', 'must be a port number, 1 to 65535');
+  if (probe.path !== undefined && !PROBE_PATH.test(probe.path)) at('probe.path', `"${probe.path}" must start with / and hold only printable characters without spaces`);
+  if (probe.host !== undefined && !PROBE_HOST.test(probe.host)) at('probe.host', `"${probe.host}" is not a host name or address`);
+  for (const [i, status] of (probe.expectStatus ?? []).entries()) {
+    if (!(Number.isInteger(status) && status >= 100 && status <= 599)) at(`probe.expectStatus[${i}]`, `${status} is not an HTTP status (100 to 599)`);
+  }
+  if (probe.timeout !== undefined && probe.timeout > interval) at('probe.timeout', `must be at most settings.canary.interval (${interval}ms): a round of checks that has not answered by the next has failed`);
+  return errors;
+}
+
+function canarySettings(canary: CanaryInput): CanarySettings {
+  const probe = canary.probe;
+  const interval = canary.interval ?? DEFAULT_CANARY.intervalMs;
+  return {
+    checkForMs: canary.checkFor,
+    intervalMs: interval,
+    ...(probe && {
+      probe: {
+        port: probe.port,
+        path: probe.path ?? DEFAULT_CANARY.probe.path,
+        ...(probe.host !== undefined && { host: probe.host }),
+        scheme: probe.scheme ?? DEFAULT_CANARY.probe.scheme,
+        expectStatus: probe.expectStatus ?? [],
+        timeoutMs: probe.timeout ?? Math.min(DEFAULT_CANARY.probe.timeoutMs, interval),
+      },
+    }),
   };
 }

@@ -5,7 +5,9 @@
  * timeout, a newer deployment) aborts the deployment in flight.
  */
 import { Observable } from 'rxjs';
-import type { Deployment, Endpoint, InstanceOutcome } from '../events.ts';
+import type { CanaryProbeSettings } from '../config/controller-config.ts';
+import type { CanaryCheck, Deployment, Endpoint, InstanceOutcome } from '../events.ts';
+import type { RenderedConfig } from '../templating/rendered.ts';
 import { DataplaneTarget, type DataplaneTargetOptions } from './target.ts';
 
 export type TargetLookup = (endpoint: Endpoint) => DataplaneTarget | undefined;
@@ -61,6 +63,12 @@ export class DataplaneTargets {
     return target;
   };
 
+  /** What an endpoint's target vouches it runs (the canary's view of the fleet); unknown without a target. */
+  running(endpoint: Endpoint): RenderedConfig | undefined {
+    const known = this.targets.get(endpoint.id);
+    return known && known.address === endpoint.address && known.incarnation === endpoint.incarnation ? known.target.running : undefined;
+  }
+
   /** Closes the targets of endpoints not in `current`. */
   async retire(current: readonly Endpoint[]): Promise<void> {
     const keep = new Set(current.map((e) => e.id));
@@ -74,4 +82,29 @@ export class DataplaneTargets {
     this.targets.clear();
     await Promise.all(all.map((t) => t.target.close()));
   }
+}
+
+/** Canary rollout's IO over these targets (src/cli/wiring.ts CanaryIO): checks through each instance's target. */
+export function dataplaneCanary(targets: DataplaneTargets): {
+  check(endpoint: Endpoint, since: number, probe: CanaryProbeSettings | undefined): Observable<CanaryCheck>;
+  running(endpoint: Endpoint): RenderedConfig | undefined;
+} {
+  return {
+    check: (endpoint, since, probe) =>
+      new Observable<CanaryCheck>((subscriber) => {
+        const controller = new AbortController();
+        targets
+          .lookup(endpoint)!
+          .check(since, probe, controller.signal)
+          .then(
+            (check) => {
+              subscriber.next(check);
+              subscriber.complete();
+            },
+            (err: unknown) => subscriber.error(err),
+          );
+        return () => controller.abort();
+      }),
+    running: (endpoint) => targets.running(endpoint),
+  };
 }

@@ -23,11 +23,13 @@
  * instance: the deployment overwrites the change with a full post and a reload,
  * and says so in `detail.drift`.
  */
-import type { InstanceOutcome } from '../events.ts';
+import type { CanaryProbeSettings } from '../config/controller-config.ts';
+import type { CanaryCheck, InstanceOutcome } from '../events.ts';
 import { type ReferencingFile, referencingFiles, rewriteFileRefs } from '../haproxy/aux-file-refs.ts';
 import { rewriteAuxRefs } from '../haproxy/aux-refs.ts';
 import { type Plan, type RuntimeOp, planDeployment } from '../haproxy/plan.ts';
 import { type RenderedConfig, auxPath } from '../templating/rendered.ts';
+import { CanaryChecker } from './canary-check.ts';
 import { DataplaneClient, type DataplaneClientOptions, DataplaneError, type ApiInfo, atLeast } from './client.ts';
 import { type ApiCall, translateOps } from './runtime-ops.ts';
 import { type Placement, SAFE_DIR, STORAGE_KINDS, type StorageKind, joinPath, placeFiles, placementKey } from './storage.ts';
@@ -136,6 +138,7 @@ export class DataplaneTarget {
   private readonly pendingDeletes = new Map<string, { backend: string; server: string; attempts: number }>();
   private retryTimer: NodeJS.Timeout | undefined;
   private closed = false;
+  private checker: CanaryChecker | undefined;
 
   constructor(options: DataplaneTargetOptions) {
     this.options = options;
@@ -161,6 +164,17 @@ export class DataplaneTarget {
   /** Where the API is reached (scheme, host, port), for display. */
   get origin(): string {
     return this.client.origin;
+  }
+
+  /** The configuration haprx last deployed to the instance and still vouches for; unknown before the first deployment. */
+  get running(): RenderedConfig | undefined {
+    return this.state?.config;
+  }
+
+  /** One round of canary checks of the instance (src/dataplane/canary-check.ts). */
+  check(since: number, probe: CanaryProbeSettings | undefined, signal?: AbortSignal): Promise<CanaryCheck> {
+    this.checker ??= new CanaryChecker(this.client, this.options.baseUrl);
+    return this.checker.check(since, probe, signal);
   }
 
   /** Servers whose deletion waits for their connections to close. */

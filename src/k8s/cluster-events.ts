@@ -90,6 +90,15 @@ export function clusterEventFor(event: ControllerEvent): ClusterEvent | undefine
       return warn('ValidationUnavailable', 'Validate', `the configuration could not be checked (not a refusal): ${event.message.split('\n')[0]}; checking again in ${event.retryInMs} ms`);
     case 'StageFailed':
       return warn('StageFailed', 'Reconcile', `stage ${event.stage} failed: ${event.message.split('\n')[0]}; restarting in ${event.restartInMs} ms, the last good configuration stays live`);
+    case 'CanaryFailed':
+      return warn(
+        'CanaryFailed',
+        'Deploy',
+        failureNote(
+          `canary ${event.endpoint.id} failed with configuration ${event.config.hash.slice(0, 12)}, ${event.rollbackTo ? `rolled back to ${event.rollbackTo.slice(0, 12)}` : 'not rolled back (no configuration known to be good)'}, the rest left untouched: `,
+          event.problems.join('\n'),
+        ),
+      );
     case 'InstanceDeployFailed':
       return warn('DeployFailed', 'Deploy', failureNote(`deployment to ${event.result.endpoint.id} failed: `, event.result.error ?? 'unknown error'));
     case 'DeploymentCompleted': {

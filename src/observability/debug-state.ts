@@ -184,8 +184,9 @@ export class DebugState {
     const bound = this.options.stallAfterMs;
     const stalled: Health['stalled'] = [];
     for (const r of this.options.lifecycle.reconciles) {
-      // Waiting in the scheduler is not a stall: it waits for instances, leadership or the interval.
-      if (r.stage !== 'queued' && now - r.stageSince > bound) stalled.push({ what: `reconcile #${r.reconcile.seq}`, stage: r.stage, forMs: now - r.stageSince });
+      // Waiting in the scheduler is not a stall: it waits for instances, leadership or the interval;
+      // nor is a canary being checked, for as long as the settings say.
+      if (r.stage !== 'queued' && r.stage !== 'canary' && now - r.stageSince > bound) stalled.push({ what: `reconcile #${r.reconcile.seq}`, stage: r.stage, forMs: now - r.stageSince });
     }
     for (const d of this.options.lifecycle.activeDeployments) {
       if (d.reconcileKey === undefined && now - d.deployment.startedAt > bound)

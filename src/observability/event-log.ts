@@ -124,6 +124,30 @@ export function logLine(event: ControllerEvent): LogLine {
         msg: `stage ${event.stage} failed: ${firstLine(event.message)}; the graph restarts in ${event.restartInMs} ms (failure ${event.failures}), the last good configuration stays live`,
         fields: { stage: event.stage, failures: event.failures, restartInMs: event.restartInMs },
       };
+    case 'CanaryStarted':
+      return {
+        level: 'info',
+        msg: `canary: configuration ${event.config.hash.slice(0, 12)} goes to ${event.endpoint.id} first, checked for ${event.checkForMs} ms before ${event.rest.length} more instance(s)`,
+        fields: { reconcile: event.reconcile.seq, endpoint: event.endpoint.id, rest: event.rest.length, checkForMs: event.checkForMs },
+      };
+    case 'CanaryPassed':
+      return {
+        level: 'info',
+        msg: `canary ${event.endpoint.id} passed ${event.checks} check(s) in ${event.checkedMs} ms: the rest get configuration ${event.config.hash.slice(0, 12)}`,
+        fields: { reconcile: event.reconcile.seq, endpoint: event.endpoint.id, checks: event.checks },
+      };
+    case 'CanaryFailed':
+      return {
+        level: 'warn',
+        msg: `canary ${event.endpoint.id} failed: ${event.problems.map(firstLine).join('; ')}; ${event.rollbackTo ? `rolled back to ${event.rollbackTo.slice(0, 12)}` : 'no configuration is known to be good to roll it back to'}, the rest are left untouched`,
+        fields: { reconcile: event.reconcile.seq, endpoint: event.endpoint.id, ...(event.rollbackTo && { rollbackTo: event.rollbackTo.slice(0, 12) }) },
+      };
+    case 'CanaryAbandoned':
+      return {
+        level: 'info',
+        msg: `canary ${event.endpoint.id}: reconcile #${event.by.seq} brought a newer configuration, the check of ${event.config.hash.slice(0, 12)} stops and the rest are left as they are`,
+        fields: { reconcile: event.reconcile.seq, endpoint: event.endpoint.id, by: event.by.seq },
+      };
     case 'StatusWritten':
       return { level: 'debug', msg: `status of ${objectLabel(event.object)} written (${event.fields.join(', ')})`, fields: { object: objectLabel(event.object) } };
     case 'StatusWriteFailed':

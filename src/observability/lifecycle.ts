@@ -1,7 +1,7 @@
 import type { ControllerEvent, Deployment, Reconcile } from '../events.ts';
 
 /** Where an unfinished reconciliation is. */
-export type Stage = 'rendering' | 'validating' | 'queued' | 'deploying';
+export type Stage = 'rendering' | 'validating' | 'queued' | 'deploying' | 'canary';
 
 export type ReconcileOutcome =
   | 'deployed'
@@ -12,9 +12,11 @@ export type ReconcileOutcome =
   /** A newer reconciliation replaced it before it was deployed (switchMap, or the scheduler's latest-wins). */
   | 'superseded'
   /** A new controller configuration rebuilt the graph. */
-  | 'cancelled';
+  | 'cancelled'
+  /** The canary's deployment or checks failed: it was rolled back, the rest left untouched. */
+  | 'canary_failed';
 
-export const OUTCOMES: readonly ReconcileOutcome[] = ['deployed', 'deploy_failed', 'unchanged', 'render_failed', 'invalid', 'superseded', 'cancelled'];
+export const OUTCOMES: readonly ReconcileOutcome[] = ['deployed', 'deploy_failed', 'unchanged', 'render_failed', 'invalid', 'superseded', 'cancelled', 'canary_failed'];
 
 export interface OpenReconcile {
   /** `generation/seq`: sequence numbers restart with each controller configuration. */
@@ -181,6 +183,22 @@ export class ReconcileLifecycle {
         step.deployment = open;
         return step;
       }
+      case 'CanaryStarted':
+      case 'CanaryPassed': {
+        // The canary's deployment, then the rest's, belong to the reconciliation: it waits in
+        // 'canary' while the canary is checked, and is queued again for the rest.
+        const entry = this.find(event.reconcile);
+        if (entry && event.type === 'CanaryPassed') advance(entry, 'queued');
+        step.entry = entry;
+        return step;
+      }
+      case 'CanaryFailed':
+      case 'CanaryAbandoned': {
+        const entry = this.find(event.reconcile);
+        step.entry = entry;
+        if (entry) end(entry, event.type === 'CanaryFailed' ? 'canary_failed' : 'superseded');
+        return step;
+      }
       case 'InstanceDeployed':
       case 'InstanceDeployFailed':
       case 'DeploymentCompleted': {
@@ -196,7 +214,11 @@ export class ReconcileLifecycle {
           this.deployments.delete(open.key);
           step.deploymentsEnded.push(open);
         }
-        if (entry) end(entry, event.results.every((r) => r.ok) ? 'deployed' : 'deploy_failed');
+        if (!entry) return step;
+        const ok = event.results.every((r) => r.ok);
+        // A canary that deployed is checked next; one that failed ends with CanaryFailed.
+        if (event.deployment.reason === 'canary') advance(entry, ok ? 'canary' : 'deploying');
+        else end(entry, ok ? 'deployed' : 'deploy_failed');
         return step;
       }
     }

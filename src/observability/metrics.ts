@@ -29,10 +29,10 @@ export const EVENT_TYPES: readonly ControllerEvent['type'][] = [
   'StatusWriteFailed',
 ];
 const CAUSES: readonly ReconcileCause['reason'][] = ['resources', 'config', 'drift', 'endpoints', 'leader'];
-const DEPLOY_REASONS: readonly DeployRequest['reason'][] = ['change', 'drift', 'endpoints', 'leader', 'retry', 'credentials', 'fast'];
+const DEPLOY_REASONS: readonly DeployRequest['reason'][] = ['change', 'drift', 'endpoints', 'leader', 'retry', 'credentials', 'fast', 'canary', 'rollback'];
 /** What the feedback edges retry: an instance's deployment, a check that could not run, the whole graph after a stage failed. */
 const RETRIED = ['instance', 'validation', 'graph'] as const;
-const STAGES: readonly Stage[] = ['rendering', 'validating', 'queued', 'deploying'];
+const STAGES: readonly Stage[] = ['rendering', 'validating', 'queued', 'deploying', 'canary'];
 
 /** From a millisecond to a minute: renders are fast, haproxy -c on a large config takes a second, deploys time out at 30 s. */
 const BUCKETS = [0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60];
@@ -53,7 +53,7 @@ function createMetrics(registry: Registry, sources: MetricsSources) {
 
   return {
     reconciliations: counter('haprx_reconciliations_total', 'Reconciliations started, by what set them off (resources, config, drift, endpoints, leader).', ['reason']),
-    reconcileErrors: counter('haprx_reconciliation_errors_total', 'Reconciliations that failed, by the stage that failed them (render, validate, deploy).', ['stage']),
+    reconcileErrors: counter('haprx_reconciliation_errors_total', 'Reconciliations that failed, by the stage that failed them (render, validate, deploy, canary).', ['stage']),
     reconcileDuration: histogram(
       'haprx_reconciliation_duration_seconds',
       'From the trigger to the end of the reconciliation (deployed, or stopped earlier), by outcome.',
@@ -70,13 +70,18 @@ function createMetrics(registry: Registry, sources: MetricsSources) {
       ['what'],
     ),
     stageFailures: counter('haprx_stage_failures_total', 'Errors that left a stage of the graph and restarted it, by stage.', ['stage']),
-    deployments: counter('haprx_deployments_total', 'Deployments completed, by reason (change, drift, endpoints, leader, retry, credentials, fast).', ['reason']),
+    deployments: counter('haprx_deployments_total', 'Deployments completed, by reason (change, drift, endpoints, leader, retry, credentials, fast, canary, rollback).', ['reason']),
     propagation: histogram(
       'haprx_propagation_seconds',
       'From the first change of a reconciliation seen to it live on every instance, by path: runtime (runtime API only, the fast path included) or reload.',
       ['path'],
     ),
     fastPath: counter('haprx_fast_path_total', 'Batches of changes the fast path applied at runtime (planned), or left to the full render (skipped).', ['result']),
+    canaries: counter(
+      'haprx_canaries_total',
+      'Canary rollouts that ended, by result: passed (the rest got the configuration), failed (the canary was rolled back, the rest left untouched), abandoned (a newer configuration came first).',
+      ['result'],
+    ),
     deploymentErrors: counter('haprx_deployment_errors_total', 'Deployments in which at least one instance failed, by reason.', ['reason']),
     deploymentDuration: histogram('haprx_deployment_duration_seconds', 'Time from the start of a deployment until every instance answered, by reason.', ['reason']),
     deploymentWait: histogram('haprx_deployment_wait_seconds', 'Time a deployment waited in the scheduler (minimum interval, a running deployment), by reason.', ['reason']),
@@ -101,7 +106,7 @@ function createMetrics(registry: Registry, sources: MetricsSources) {
     }),
     stageAge: gauge(
       'haprx_stage_age_seconds',
-      'How long the reconciliation in each stage (rendering, validating, queued, deploying) has been there; 0 when the stage is idle.',
+      'How long the reconciliation in each stage (rendering, validating, queued, deploying, canary) has been there; 0 when the stage is idle.',
       ['stage'],
       function collect() {
         const now = sources.now();
@@ -135,7 +140,8 @@ export class ControllerMetrics {
   constructor(sources: MetricsSources, options: { defaultMetrics?: boolean } = {}) {
     this.m = createMetrics(this.registry, sources);
     for (const reason of CAUSES) this.m.reconciliations.inc({ reason }, 0);
-    for (const stage of ['render', 'validate', 'deploy']) this.m.reconcileErrors.inc({ stage }, 0);
+    for (const stage of ['render', 'validate', 'deploy', 'canary']) this.m.reconcileErrors.inc({ stage }, 0);
+    for (const result of ['passed', 'failed', 'abandoned']) this.m.canaries.inc({ result }, 0);
     for (const reason of DEPLOY_REASONS) {
       this.m.deployments.inc({ reason }, 0);
       this.m.deploymentErrors.inc({ reason }, 0);
@@ -194,7 +200,7 @@ export class ControllerMetrics {
     m.events.inc({ type: event.type });
     for (const { entry, outcome, at } of step.ended) {
       m.reconcileDuration.observe({ outcome }, Math.max(0, at - entry.reconcile.at) / 1000);
-      const stage = outcome === 'render_failed' ? 'render' : outcome === 'invalid' ? 'validate' : outcome === 'deploy_failed' ? 'deploy' : undefined;
+      const stage = outcome === 'render_failed' ? 'render' : outcome === 'invalid' ? 'validate' : outcome === 'deploy_failed' ? 'deploy' : outcome === 'canary_failed' ? 'canary' : undefined;
       if (stage) m.reconcileErrors.inc({ stage });
     }
     const seconds = (ms: number) => Math.max(0, ms) / 1000;
@@ -256,7 +262,8 @@ export class ControllerMetrics {
         m.deploymentDuration.observe({ reason }, seconds(event.durationMs));
         m.deploymentsInProgress.set(0);
         if (event.results.some((r) => !r.ok)) m.deploymentErrors.inc({ reason });
-        else {
+        // The canary alone, or the canary put back, is not the fleet running a configuration.
+        else if (reason !== 'canary' && reason !== 'rollback') {
           m.lastSuccess.set((startedAt + event.durationMs) / 1000);
           // The first deployment that took a reconciliation's changes everywhere (the fast path, or the full one).
           const key = `${step.generation}/${reconcile.seq}`;
@@ -271,6 +278,11 @@ export class ControllerMetrics {
       case 'FastPathPlanned':
       case 'FastPathSkipped':
         m.fastPath.inc({ result: event.type === 'FastPathPlanned' ? 'planned' : 'skipped' });
+        return;
+      case 'CanaryPassed':
+      case 'CanaryFailed':
+      case 'CanaryAbandoned':
+        m.canaries.inc({ result: event.type === 'CanaryPassed' ? 'passed' : event.type === 'CanaryFailed' ? 'failed' : 'abandoned' });
         return;
       case 'TargetRestarted':
         m.targetRestarts.inc({ endpoint: event.endpoint.id });

@@ -10,7 +10,7 @@ import { safeAddress } from './redact.ts';
 
 /** At most this many triggering changes are listed on a reconcile span. */
 const MAX_CHANGES = 64;
-const FAILED: ReadonlySet<ReconcileOutcome> = new Set(['render_failed', 'invalid', 'deploy_failed']);
+const FAILED: ReadonlySet<ReconcileOutcome> = new Set(['render_failed', 'invalid', 'deploy_failed', 'canary_failed']);
 
 interface OpenRoot {
   span: Span;
@@ -48,6 +48,8 @@ export class EventTracer {
   private readonly scrub: (text: string) => string;
   private readonly roots = new Map<string, OpenRoot>();
   private readonly deploys = new Map<string, OpenDeploy>();
+  /** When each reconciliation's canary began to be checked. */
+  private readonly canaryFrom = new Map<string, number>();
   /** Span contexts of recent reconciliations, for the links of later redeploys. */
   private readonly finished = new Map<string, SpanContext>();
   /** Reconciliations whose propagation span was made. */
@@ -127,6 +129,17 @@ export class EventTracer {
         });
         break;
       }
+      case 'CanaryPassed':
+      case 'CanaryFailed': {
+        // The time the canary was watched, as a span of the reconciliation.
+        if (!root) break;
+        const failed = event.type === 'CanaryFailed' ? this.scrub(event.problems.map(firstLine).join('; ')) : undefined;
+        const start = event.type === 'CanaryPassed' ? now - event.checkedMs : (this.canaryFrom.get(step.entry!.key) ?? now);
+        this.child(root.ctx, 'canary', start, now, { 'haprx.endpoint.id': event.endpoint.id, ...(event.type === 'CanaryPassed' && { 'haprx.canary.checks': event.checks }) }, failed);
+        if (failed) root.error = `canary ${event.endpoint.id} failed: ${failed}`;
+        this.canaryFrom.delete(step.entry!.key);
+        break;
+      }
       case 'DeploymentStarted': {
         const open = step.deployment;
         if (!open) break;
@@ -176,6 +189,7 @@ export class EventTracer {
         const open = step.deployment;
         const deploy = open && this.deploys.get(open.key);
         if (!open || !deploy) break;
+        if (open.deployment.reason === 'canary' && step.entry) this.canaryFrom.set(step.entry.key, now);
         const failed = event.results.filter((r) => !r.ok);
         const end = open.deployment.startedAt + event.durationMs;
         deploy.span.setAttributes({ 'haprx.deployment.ok': event.results.length - failed.length, 'haprx.deployment.failed': failed.length });
@@ -187,9 +201,11 @@ export class EventTracer {
         if (failed.length > 0) deploy.span.setStatus({ code: SpanStatusCode.ERROR, message: `${failed.length} of ${event.results.length} instance(s) failed` });
         deploy.span.end(time(end));
         // The first deployment that took the reconciliation's changes everywhere: how long they took to go live.
-        const { reconcile } = open.deployment;
+        const { reconcile, reason } = open.deployment;
         const key = `${open.generation}/${reconcile.seq}`;
-        if (failed.length === 0 && event.results.length > 0 && reconcile.firstChangeAt !== undefined && !this.propagated.has(key)) {
+        // A canary, or a canary put back, is not everywhere.
+        const everywhere = reason !== 'canary' && reason !== 'rollback';
+        if (everywhere && failed.length === 0 && event.results.length > 0 && reconcile.firstChangeAt !== undefined && !this.propagated.has(key)) {
           this.propagated.add(key);
           if (this.propagated.size > 256) this.propagated.delete(this.propagated.values().next().value!);
           this.child(deploy.parent, 'propagation', reconcile.firstChangeAt, end, { 'haprx.propagation.path': event.results.some((r) => r.reloaded) ? 'reload' : 'runtime' });
@@ -206,6 +222,7 @@ export class EventTracer {
     }
     for (const open of step.deploymentsEnded) this.cancelDeploy(open, now);
     for (const { entry, outcome, at } of step.ended) {
+      this.canaryFrom.delete(entry.key);
       const ended = this.roots.get(entry.key);
       if (!ended) continue;
       ended.span.setAttribute('haprx.reconcile.outcome', outcome);

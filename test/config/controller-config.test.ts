@@ -45,6 +45,40 @@ describe('decodeControllerConfig', () => {
     assert.deepEqual(result.errors.map((e) => e.path), ['watch[1].name', 'settings.maxParallel']);
   });
 
+  it('reads canary rollout with its defaults, and leaves it off without it', () => {
+    const off = decodeControllerConfig(minimal);
+    assert.ok(off.ok && off.value.settings.canary === undefined);
+    const on = decodeControllerConfig({ ...minimal, settings: { canary: { checkFor: '30s', probe: { port: 80 } } } });
+    assert.ok(on.ok);
+    assert.deepEqual(on.value.settings.canary, { checkForMs: 30_000, intervalMs: 5_000, probe: { port: 80, path: '/', scheme: 'http', expectStatus: [], timeoutMs: 2_000 } });
+    const full = decodeControllerConfig({
+      ...minimal,
+      settings: { canary: { checkFor: '1m', interval: '1s', probe: { port: 8443, scheme: 'https', path: '/healthz?deep=1', host: 'shop.example.com', expectStatus: [200, 204], timeout: '500ms' } } },
+    });
+    assert.ok(full.ok);
+    assert.deepEqual(full.value.settings.canary, {
+      checkForMs: 60_000,
+      intervalMs: 1_000,
+      probe: { port: 8443, path: '/healthz?deep=1', host: 'shop.example.com', scheme: 'https', expectStatus: [200, 204], timeoutMs: 500 },
+    });
+  });
+
+  it('names each bad canary field: a missing check time, a port, a path or host that could inject, a status, a probe slower than the interval', () => {
+    const missing = decodeControllerConfig({ ...minimal, settings: { canary: { interval: '1s' } } });
+    assert.ok(!missing.ok);
+    assert.deepEqual(missing.errors.map((e) => e.path), ['settings.canary.checkFor']);
+    const result = decodeControllerConfig({
+      ...minimal,
+      settings: { canary: { checkFor: 0, interval: '1s', probe: { port: 70000, path: 'healthz\r\nX: 1', host: 'a b', expectStatus: [200, 700], timeout: '2s' } } },
+    });
+    assert.ok(!result.ok);
+    assert.deepEqual(
+      result.errors.map((e) => e.path),
+      ['settings.canary.checkFor', 'settings.canary.probe.port', 'settings.canary.probe.path', 'settings.canary.probe.host', 'settings.canary.probe.expectStatus[1]', 'settings.canary.probe.timeout'],
+    );
+    assert.match(result.errors[5]!.message, /at most settings\.canary\.interval \(1000ms\)/);
+  });
+
   it('compiles every JSONPath and selector when it loads, naming the field of each one that does not', () => {
     const watch = (extra: Record<string, unknown>, name = 'slices') => ({ name, apiVersion: 'discovery.k8s.io/v1', resource: 'endpointslices', ...extra });
     const result = decodeControllerConfig({

@@ -6,14 +6,15 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { InMemorySpanExporter, NodeTracerProvider, SimpleSpanProcessor } from '@opentelemetry/sdk-trace-node';
-import { type Observable, concat, of, throwError } from 'rxjs';
+import { type Observable, concat, of, tap, throwError } from 'rxjs';
 import { DEFAULT_SETTINGS } from '../../src/config/controller-config.ts';
 import type { ControllerEvent, Endpoint, InstanceOutcome } from '../../src/events.ts';
 import { configDiff } from '../../src/haproxy/config-diff.ts';
 import { clusterEventFor } from '../../src/k8s/cluster-events.ts';
 import type { ResourceChange } from '../../src/k8s/resource.ts';
 import { type Observer, createObserver } from '../../src/observability/observer.ts';
-import { sealRendered } from '../../src/templating/rendered.ts';
+import { type RenderedConfig, sealRendered } from '../../src/templating/rendered.ts';
+import type { CanaryCheck } from '../../streams/canary.ts';
 import { type GraphDeps, type GraphSettings, graph } from '../../streams/graph.ts';
 import type { RenderOutcome } from '../../streams/render.ts';
 import type { ValidateOutcome } from '../../streams/validate.ts';
@@ -294,5 +295,60 @@ describe('observability of the graph (virtual time)', () => {
     assert.ok(deployed[1]!.includes('\n+backend be_api\n'));
     for (const text of [...deployed]) assert.ok(!/s3cr3t/.test(text));
     for (const text of [...lines, JSON.stringify(obs.debug.snapshot())]) assert.ok(!/s3cr3t/.test(text), 'the credential never shows');
+  });
+
+  it('follows a canary through the whole graph: one instance first, a failed check, the rollback; the reconciliation ends canary_failed', async () => {
+    const canary = { checkForMs: 1_000, intervalMs: 250 };
+    const configs = new Map<string, RenderedConfig>();
+    const { obs, trees, events } = observed((cold, hot) => {
+      const changes = hot<ResourceChange>('a s 2999ms b', { a: upsert('services', 'web', '1'), s: synced('services'), b: upsert('services', 'flaky', '1') });
+      const deps = fakes(cold, changes, [endpoint('e1'), endpoint('e2')], () => cold<InstanceOutcome>('20ms (r|)', { r: { ...OK, reloaded: true } }));
+      return {
+        settings: { ...settings, debounceMs: 0, watched: [{ name: 'services' }], canary },
+        deps: {
+          ...deps,
+          // Instances remember what they were given, as the targets do.
+          deployTo: (e, d) => deps.deployTo(e, d).pipe(tap(() => configs.set(e.id, d.config))),
+          canary: {
+            // The probe fails once the configuration routes to a Service named flaky.
+            check: (_e, config) => cold<CanaryCheck>('5ms (r|)', { r: config.main.includes('flaky') ? { ok: false, problems: ['probe GET http://e1/: 503'] } : { ok: true } }),
+            reloads: () => true,
+            running: (e) => configs.get(e.id),
+          },
+        },
+      };
+    }, 6_000);
+    const kinds = events.map((e) => (e.type === 'DeploymentStarted' ? `${e.type}(${e.deployment.reason} ${e.deployment.endpoints.map((x) => x.id).join(',')})` : e.type)).filter((t) => /Canary|DeploymentStarted/.test(t));
+    assert.deepEqual(kinds, [
+      // Nothing known to run yet: the first configuration is canaried too.
+      'CanaryStarted',
+      'DeploymentStarted(canary e1)',
+      'CanaryPassed',
+      'DeploymentStarted(change e2)',
+      'CanaryStarted',
+      'DeploymentStarted(canary e1)',
+      'CanaryFailed',
+      'DeploymentStarted(rollback e1)',
+    ]);
+    assert.deepEqual(trees.map(outline), [
+      // Synced at 1 ms; the canary e1 checked from 81 to 1081, then the rest.
+      'reconcile[1-1101](render[1-11] validate[11-61] deploy[61-81](deploy.instance[61-81]) schedule.wait[61-61] canary[81-1081] deploy[1081-1101](deploy.instance[1081-1101]) schedule.wait[1081-1081])',
+      // Its first check fails at 3086: the reconciliation ends there, and the rollback is a redeploy of its own.
+      'reconcile[3001-3086]!(render[3001-3011] validate[3011-3061] deploy[3061-3081](deploy.instance[3061-3081]) schedule.wait[3061-3061] canary[3081-3086]!)',
+      'redeploy[3086-3106](deploy[3086-3106](deploy.instance[3086-3106]) schedule.wait[3086-3086])',
+    ]);
+    assert.equal(trees[1]!.attributes['haprx.reconcile.outcome'], 'canary_failed');
+    assert.equal(trees[1]!.error, 'canary e1 failed: probe GET http://e1/: 503');
+    const r = obs.metrics.registry;
+    assert.equal(await value(r, 'haprx_canaries_total', { result: 'passed' }), 1);
+    assert.equal(await value(r, 'haprx_canaries_total', { result: 'failed' }), 1);
+    assert.equal(await value(r, 'haprx_reconciliation_errors_total', { stage: 'canary' }), 1);
+    assert.equal(await value(r, 'haprx_deployments_total', { reason: 'rollback' }), 1);
+    const warning = clusterEventFor(events.find((e) => e.type === 'CanaryFailed')!)!;
+    assert.equal(warning.type, 'Warning');
+    assert.equal(warning.reason, 'CanaryFailed');
+    assert.match(warning.note, /^canary e1 failed with configuration [0-9a-f]{12}, rolled back to [0-9a-f]{12}, the rest left untouched: probe GET http:\/\/e1\/: 503$/);
+    assert.ok(!configs.get('e2')!.main.includes('flaky'), 'the rest never got the configuration');
+    assert.ok(!configs.get('e1')!.main.includes('flaky'), 'the canary is back');
   });
 });
