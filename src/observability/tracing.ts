@@ -75,7 +75,9 @@ export class EventTracer {
         if (!step.entry) break;
         const span = this.tracer.startSpan(
           'reconcile',
-          { root: true, startTime: time(event.reconcile.at), attributes: reconcileAttributes(event.reconcile, step.generation) },
+          // From the first change it takes, when that was seen before the trigger (a batch):
+          // its propagation child starts there and must lie inside it.
+          { root: true, startTime: time(Math.min(event.reconcile.at, event.reconcile.firstChangeAt ?? Infinity)), attributes: reconcileAttributes(event.reconcile, step.generation) },
           ROOT_CONTEXT,
         );
         this.roots.set(step.entry.key, { span, ctx: trace.setSpan(ROOT_CONTEXT, span) });

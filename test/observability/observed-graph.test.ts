@@ -141,8 +141,9 @@ describe('observability of the graph (virtual time)', () => {
       'reconcile[1000-1660](render[1000-1010] validate[1010-1060])',
       // The scheduler held the configuration valid at 1060 until 2 s after the first deployment
       // started; the newer one took its place while it waited.
-      // Its first change (db, at 1050) was live everywhere at 2180.
-      'reconcile[1600-2180](propagation[1050-2180] schedule.wait[1060-2160] render[1600-1610] validate[1610-1660] deploy[2160-2180](deploy.instance[2160-2180] deploy.instance[2160-2180]))',
+      // Its first change (db, at 1050) was live everywhere at 2180: the reconciliation spans
+      // from that change, so its propagation lies inside it.
+      'reconcile[1050-2180](propagation[1050-2180] schedule.wait[1060-2160] render[1600-1610] validate[1610-1660] deploy[2160-2180](deploy.instance[2160-2180] deploy.instance[2160-2180]))',
     ]);
     const [first, lone, second] = trees;
     assert.equal(first!.attributes['haprx.reconcile.reason'], 'config');
