@@ -94,6 +94,23 @@ import { type LocatableTemplate, asFault, diagnoseCompileError, faultFrom, locat
 import { compareCodeUnits, readOnly, resourceSets } from './readonly.ts';
 import { RenderTimeout, templateRealm } from './realm.ts';
 
+/** A render's fresh bookkeeping; `running` names the template being rendered, for errors. */
+function openSession(units: Parameters<typeof locateThrow>[1], running: () => string): RenderSession {
+  return {
+    warnings: new Map(),
+    certs: new Map(),
+    once: new Map(),
+    file: 'haproxy.cfg',
+    referencing: new Set(),
+    added: [],
+    locate: (thrown) => locateThrow(thrown, units, running()),
+    declarations: [],
+    skips: new Map(),
+    running,
+    faults: new SystematicFaults(),
+  };
+}
+
 export interface TemplateSet {
   /** haproxy.cfg */
   main: string;
@@ -302,19 +319,7 @@ export function renderTemplates(templates: CompiledTemplates, input: RenderInput
     const realm = templateRealm();
     return realm.run(() => {
       const units = unitsOf.get(templates)!;
-      const collected: RenderSession = {
-        warnings: new Map(),
-        certs: new Map(),
-        once: new Map(),
-        file: 'haproxy.cfg',
-        referencing: new Set(),
-        added: [],
-        locate: (thrown) => locateThrow(thrown, units, active.at(-1) ?? current),
-        declarations: [],
-        skips: new Map(),
-        running: () => active.at(-1) ?? current,
-        faults: new SystematicFaults(),
-      };
+      const collected = openSession(units, () => active.at(-1) ?? current);
       session.current = collected;
       // Lookups go to the h.servers call being rendered, or to the render as a whole.
       const reads = new Set<string>();
@@ -462,17 +467,7 @@ export function renderServerSets(templates: CompiledTemplates, sets: readonly Pi
       const units = unitsOf.get(templates)!;
       let reading: Set<string> = new Set();
       session.current = {
-        warnings: new Map(),
-        certs: new Map(),
-        once: new Map(),
-        file: 'haproxy.cfg',
-        referencing: new Set(),
-        added: [],
-        locate: (thrown) => locateThrow(thrown, units, active.at(-1) ?? current),
-        declarations: [],
-        skips: new Map(),
-        running: () => active.at(-1) ?? current,
-        faults: new SystematicFaults(),
+        ...openSession(units, () => active.at(-1) ?? current),
         servers: () => abortRender('servers() cannot be called from the snippet of another servers()'),
       };
       snippetEscape.current = haproxyWord;
