@@ -70,6 +70,12 @@ const all: Mutant[] = [
   { stage: 'controller: switchMap → mergeMap', file: 'streams/controller.ts', from: 'switchMap((d, index) =>', to: 'mutMergeMap((d, index) =>', test: 'marble-tests/controller.test.ts' },
   { stage: 'graph: deploy outcomes not fed back to the retries', file: 'streams/graph.ts', from: 'tap((event) => deployEvents.next(event)),', to: '', test: 'marble-tests/graph.test.ts' },
   { stage: 'graph: connect → share', file: 'streams/graph.ts', from: 'connect((changes$) => {', to: '((f: (c: Observable<ResourceChange>) => unknown) => (c: Observable<ResourceChange>) => f(c.pipe(mutShare())) as never)((changes$) => {', test: 'marble-tests/graph.test.ts' },
+  // The recorded incident (a burst of churn while an instance fails) catches stages changed since it was recorded.
+  { stage: 'recorded incident: retry without doubling', file: 'streams/retry.ts', from: 'backoffDelay(s.failures - 1,', to: 'backoffDelay(0,', test: 'marble-tests/recorded-incident.test.ts' },
+  { stage: 'recorded incident: schedule throttle removed', file: 'streams/schedule.ts', from: 'throttle((run$) =>', to: '((_d: unknown, _o: unknown) => mutIdentity)((run$: unknown) =>', test: 'marble-tests/recorded-incident.test.ts' },
+  { stage: 'recorded incident: deploy mergeMap → concatMap', file: 'streams/deploy.ts', from: 'mergeMap((endpoint) => deployOne(endpoint, deployment), concurrency)', to: 'mutConcatMap((endpoint) => deployOne(endpoint, deployment))', test: 'marble-tests/recorded-incident.test.ts' },
+  { stage: 'recorded incident: deploy outcomes not fed back to the retries', file: 'streams/graph.ts', from: 'tap((event) => deployEvents.next(event)),', to: '', test: 'marble-tests/recorded-incident.test.ts' },
+  { stage: 'recorded incident: trigger without max wait', file: 'streams/operators/debounce-batch.ts', from: 'timer(deadline - now, scheduler),', to: '', test: 'marble-tests/recorded-incident.test.ts' },
 ];
 
 // `npm run mutants -- <text>` runs only the mutants whose stage contains the text.

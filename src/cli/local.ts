@@ -17,13 +17,14 @@ import { parsePort, parseSets, shippedTemplates } from './args.ts';
 import { loadControllerConfig } from './load-config.ts';
 import type { Command } from './main.ts';
 import { reportStrayErrors } from './guard.ts';
+import { RECORD_OPTIONS, RECORD_USAGE, parseRecordFlags, startRecording } from './recording-flags.ts';
 import { controllerGraph } from './wiring.ts';
 
 export const localCommand: Command = {
   summary: 'run the controller on a folder of manifests, driving a local haproxy',
   usage: `Usage: haprx local DIR [--templates DIR] [--state-dir DIR] [--haproxy-bin PATH] [--set key=value ...]
                   [--health-port N] [--metrics-port N] [--listen-address ADDR]
-                  [--debug-port N] [--debug-address ADDR]
+                  [--debug-port N] [--debug-address ADDR] [--record FILE]
 
 Runs the controller until interrupted. Kubernetes objects come from the YAML files
 in DIR, which is watched: edit a file and haprx reconciles. haprx starts haproxy in
@@ -41,7 +42,7 @@ Options:
   --listen-address A  where both listen (default 127.0.0.1)
   --debug-port N      /debug/vars (default 8081; 0 turns it off)
   --debug-address A   where /debug/vars listens (default 127.0.0.1)
-
+${RECORD_USAGE}
 Traces go to an OTLP/HTTP endpoint when OTEL_EXPORTER_OTLP_ENDPOINT (or
 OTEL_EXPORTER_OTLP_TRACES_ENDPOINT) is set, e.g. Jaeger's http://127.0.0.1:4318.
 `,
@@ -58,6 +59,7 @@ OTEL_EXPORTER_OTLP_TRACES_ENDPOINT) is set, e.g. Jaeger's http://127.0.0.1:4318.
         'listen-address': { type: 'string', default: '127.0.0.1' },
         'debug-port': { type: 'string', default: '8081' },
         'debug-address': { type: 'string', default: '127.0.0.1' },
+        ...RECORD_OPTIONS,
       },
       allowPositionals: true,
       strict: true,
@@ -79,6 +81,11 @@ OTEL_EXPORTER_OTLP_TRACES_ENDPOINT) is set, e.g. Jaeger's http://127.0.0.1:4318.
         return 2;
       }
       ports[flag] = port.port;
+    }
+    const record = parseRecordFlags(values);
+    if (!record.ok) {
+      process.stderr.write(`haprx: ${record.message}\n`);
+      return 2;
     }
     const manifests = resolve(positionals[0]!);
     const templates = resolve(values.templates ?? shippedTemplates());
@@ -113,6 +120,7 @@ OTEL_EXPORTER_OTLP_TRACES_ENDPOINT) is set, e.g. Jaeger's http://127.0.0.1:4318.
       },
     });
     const validator = new Validator({ haproxyBin: values['haproxy-bin'] });
+    const recording = startRecording(record.flags, log, obs.scrub);
     log.info({ manifests, templates, stateDir }, `watching ${manifests}`);
     if (process.getuid?.() === 0) log.warn('running as root: haproxy runs as root too; run haprx local as an unprivileged user (docs/security.md)');
 
@@ -136,6 +144,7 @@ OTEL_EXPORTER_OTLP_TRACES_ENDPOINT) is set, e.g. Jaeger's http://127.0.0.1:4318.
           deployTo: (_endpoint, deployment) => from(target.deploy(deployment.config, deployment.fast)),
           values: sets.values,
           scrub: obs.scrub,
+          ...(recording && { recording: recording.control }),
         });
       },
     });
@@ -151,6 +160,7 @@ OTEL_EXPORTER_OTLP_TRACES_ENDPOINT) is set, e.g. Jaeger's http://127.0.0.1:4318.
     });
     log.info(`${signal}: stopping`);
     subscription.unsubscribe();
+    await recording?.close();
     await target.stop();
     up$.complete();
     await obs.close();

@@ -16,6 +16,7 @@ const commands: Record<string, { summary: string; load: () => Promise<Command> }
   validate: { summary: 'render a folder of manifests once and check it with haproxy -c', load: async () => (await import('./oneshot.ts')).validateCommand },
   status: { summary: 'print the status haprx would write for each object of a folder of manifests', load: async () => (await import('./status-command.ts')).statusCommand },
   test: { summary: "run a template library's fixture tests", load: async () => (await import('./test-command.ts')).testCommand },
+  replay: { summary: 'replay a recording of the graph in virtual time and print its event timeline', load: async () => (await import('./replay-command.ts')).replayCommand },
 };
 
 const USAGE = `haprx: keeps HAProxy configured from Kubernetes state

@@ -30,6 +30,8 @@ import { reportStrayErrors } from './guard.ts';
 import { clusterFeedback, objectEventRecorder } from './feedback.ts';
 import { fromAbortable } from './abortable.ts';
 import { type CanaryIO, type RenderBasis, controllerGraph } from './wiring.ts';
+import type { RecordingControl } from '../replay/control.ts';
+import { RECORD_OPTIONS, RECORD_USAGE, type RecordFlags, parseRecordFlags, startRecording } from './recording-flags.ts';
 
 /** What a target is made from: the endpoint's address and the Secret's credentials. */
 export type TargetOptions = Pick<DataplaneTargetOptions, 'baseUrl' | 'username' | 'password' | 'ca' | 'cert' | 'key'>;
@@ -85,6 +87,8 @@ export interface InClusterOptions {
   onNotice?: (notice: Notice) => void;
   /** Told what each graph renders with, so that admission reviews render the same. */
   admission?: Pick<Admission, 'setBasis'>;
+  /** Records the graph's inputs while a recording is on (docs/replay.md). */
+  recording?: RecordingControl;
 }
 
 export interface RunningController {
@@ -252,6 +256,7 @@ export function startInCluster(options: InClusterOptions): RunningController {
         credentials$: credentialsLoaded$,
         canary,
         ...(observer?.scrub && { scrub: observer.scrub }),
+        ...(options.recording && { recording: options.recording }),
         ...(options.admission && { onRender: ({ loaded: l, values, resources }: RenderBasis) => options.admission!.setBasis({ config: l.config, templates: l.templates, values, resources }) }),
       });
       return feedback.attach(graph$);
@@ -330,6 +335,7 @@ export const runCommand: Command = {
                 [--lease-duration DURATION] [--renew-deadline DURATION] [--retry-period DURATION]
                 [--health-port N] [--metrics-port N] [--listen-address ADDR]
                 [--debug-port N] [--debug-address ADDR] [--webhook-port N] [--webhook-secret NAME]
+                [--record FILE] [--record-max-bytes N]
 
 Runs the controller until SIGTERM or SIGINT. The controller configuration (templates,
 watched resources, settings) is the ConfigMap; the Data Plane API credentials are the
@@ -370,7 +376,7 @@ Options (environment variable in brackets):
   --webhook-secret NAME         its serving certificate, a kubernetes.io/tls Secret in the
                                 namespace (tls.crt, tls.key; cert-manager's layout; reloaded
                                 when it changes) [${ENV.webhookSecret}] (default haprx-webhook-tls)
-`,
+${RECORD_USAGE}`,
   async run(argv) {
     const { values } = parseArgs({
       args: argv,
@@ -393,6 +399,7 @@ Options (environment variable in brackets):
         'debug-address': { type: 'string', default: '127.0.0.1' },
         'webhook-port': { type: 'string', default: '9443' },
         'webhook-secret': { type: 'string' },
+        ...RECORD_OPTIONS,
       },
       allowPositionals: false,
       strict: true,
@@ -401,6 +408,7 @@ Options (environment variable in brackets):
     const log = createLogger();
     let timings: LeaseTimings;
     let drainTimeoutMs: number;
+    let recordFlags: RecordFlags;
     const ports: Record<string, number> = {};
     try {
       timings = {
@@ -417,6 +425,9 @@ Options (environment variable in brackets):
         if (!port.ok) throw new Error(port.message);
         ports[flag] = port.port;
       }
+      const record = parseRecordFlags(values);
+      if (!record.ok) throw new Error(record.message);
+      recordFlags = record.flags;
     } catch (err) {
       process.stderr.write(`haprx: ${(err as Error).message}\n`);
       return 2;
@@ -445,6 +456,7 @@ Options (environment variable in brackets):
       metrics: ports['metrics-port'] ? { port: ports['metrics-port'], host } : false,
       debug: ports['debug-port'] ? { port: ports['debug-port'], host: debugHost } : false,
     });
+    const recording = startRecording(recordFlags, log, obs.scrub);
     log.info({ source: loadedConfig.source, namespace, configMap, credentialsSecret, lease, identity }, `haprx run: ConfigMap ${namespace}/${configMap}, lease ${lease} as ${identity}`);
     const api = new KubeApi(loadedConfig.config);
     const listWatch: ListWatchOptions = {
@@ -481,6 +493,7 @@ Options (environment variable in brackets):
       listWatch,
       onNotice: ({ level, message, fields }) => log[level](fields ?? {}, message),
       ...(admission && { admission }),
+      ...(recording && { recording: recording.control }),
     });
 
     const signal = await new Promise<NodeJS.Signals>((resolveSignal) => {
@@ -496,6 +509,7 @@ Options (environment variable in brackets):
     process.once('SIGINT', force);
     process.once('SIGTERM', force);
     await running.stop();
+    await recording?.close();
     await webhook?.close();
     await obs.close();
     unguard();

@@ -14,6 +14,7 @@ import type { RenderedConfig } from '../templating/rendered.ts';
 import { type GraphDeps, graph } from '../../streams/graph.ts';
 import type { ValidateOutcome } from '../../streams/validate.ts';
 import type { RenderOutcome } from '../../streams/render.ts';
+import type { RecordingControl } from '../replay/control.ts';
 import { fromAbortable } from './abortable.ts';
 import type { LoadedConfig } from './load-config.ts';
 
@@ -39,6 +40,8 @@ export interface ControllerIO {
   scrub?(text: string): string;
   /** What canary rollout needs of the targets (with `settings.canary`; a fleet of one never needs it). */
   canary?: CanaryIO;
+  /** Records the graph's inputs while a recording is on (`--record`, docs/replay.md). */
+  recording?: RecordingControl;
 }
 
 export interface CanaryIO {
@@ -66,9 +69,7 @@ export function controllerGraph(loaded: LoadedConfig, io: ControllerIO): Observa
     const worker = new RenderWorker({ templates: { main, ...aux }, sets: config.watch, values, timeoutMs });
     // Without an admission webhook rendering here, this thread's stores need no sealed copies.
     const watched = io.onRender ? config.watch : config.watch.map((w) => ({ ...w, seal: false }));
-    return graph(
-      { ...config.settings, watched },
-      {
+    const deps: GraphDeps = {
         // Each subscription (the graph rebuilds itself after a failure) starts from empty stores: so does the worker.
         changes$: defer(() => {
           worker.reset();
@@ -96,8 +97,9 @@ export function controllerGraph(loaded: LoadedConfig, io: ControllerIO): Observa
         ...(io.canary && config.settings.canary && { canary: canaryDeps(io.canary, config.settings.canary) }),
         ...(io.leader$ && { leader$: io.leader$ }),
         ...(io.credentials$ && { credentials$: io.credentials$ }),
-      },
-    ).pipe(finalize(() => void worker.close()));
+    };
+    const settings = { ...config.settings, watched };
+    return (io.recording ? io.recording.record(graph, settings, deps) : graph(settings, deps)).pipe(finalize(() => void worker.close()));
   });
 }
 
