@@ -1,4 +1,4 @@
-import { Observable, Subscription } from 'rxjs';
+import { Observable, type Subscriber, Subscription } from 'rxjs';
 import type { KubeApi } from './api.ts';
 import { type ReferenceRule, ReferenceIndex } from './references.ts';
 import { type KubeObject, type ResourceChange, objectKey } from './resource.ts';
@@ -8,6 +8,59 @@ import { DEFAULT_STRIP, stripFields } from './store.ts';
 function stub(key: string): KubeObject {
   const slash = key.indexOf('/');
   return { metadata: slash >= 0 ? { namespace: key.slice(0, slash), name: key.slice(slash + 1) } : { name: key } };
+}
+
+/**
+ * What both kinds of on-demand set share: nothing is passed on once closed, and
+ * `synced` is passed on once, when every set waited for has listed and nothing is
+ * `busy` (the first reads of the objects referenced so far).
+ */
+function syncGate(subscriber: Subscriber<ResourceChange>, name: string, waitingFor: Iterable<string>, busy: () => boolean) {
+  const waiting = new Set(waitingFor);
+  let synced = false;
+  let closed = false;
+  const emit = (change: ResourceChange) => {
+    if (!closed) subscriber.next(change);
+  };
+  const maybeSync = () => {
+    if (!synced && waiting.size === 0 && !busy()) {
+      synced = true;
+      emit({ type: 'synced', resource: name });
+    }
+  };
+  return {
+    emit,
+    maybeSync,
+    /** A set waited for has listed. */
+    listed(set: string) {
+      waiting.delete(set);
+      maybeSync();
+    },
+    get closed() {
+      return closed;
+    },
+    close() {
+      closed = true;
+    },
+  };
+}
+
+type SyncGate = ReturnType<typeof syncGate>;
+
+/**
+ * Follows the referencing sets: their `synced` ends the wait for them (their
+ * problems are theirs to report); any other change says which keys stopped, and
+ * which started, being referenced.
+ */
+function followReferences(index: ReferenceIndex, gate: SyncGate, unreferenced: (key: string) => void, referenced: (key: string) => void) {
+  return (change: ResourceChange) => {
+    if (change.type === 'problem') return;
+    if (change.type === 'synced') return gate.listed(change.resource);
+    const { added, removed } = index.apply(change);
+    for (const key of removed) unreferenced(key);
+    for (const key of added) referenced(key);
+    gate.maybeSync();
+  };
 }
 
 export interface OnDemandSpec {
@@ -42,18 +95,8 @@ export function namedOnDemandSet(
     const held = new Set<string>();
     /** Keys whose first read has not answered yet. */
     const pending = new Set<string>();
-    const waitingFor = new Set(spec.referencedBy.map((r) => r.set));
-    let synced = false;
-    let closed = false;
-    const emit = (change: ResourceChange) => {
-      if (!closed) subscriber.next(change);
-    };
-    const maybeSync = () => {
-      if (!synced && waitingFor.size === 0 && pending.size === 0) {
-        synced = true;
-        emit({ type: 'synced', resource: spec.name });
-      }
-    };
+    const gate = syncGate(subscriber, spec.name, spec.referencedBy.map((r) => r.set), () => pending.size > 0);
+    const { emit, maybeSync } = gate;
     const drop = (key: string) => {
       if (held.delete(key)) emit({ type: 'delete', resource: spec.name, object: stub(key) });
     };
@@ -65,7 +108,7 @@ export function namedOnDemandSet(
       // Registered before subscribing, in case the source answers at once.
       watches.set(key, Subscription.EMPTY);
       const subscription = watchOne(metadata.namespace, metadata.name).subscribe((change) => {
-        if (closed || !watches.has(key)) return;
+        if (gate.closed || !watches.has(key)) return;
         switch (change.type) {
           case 'problem':
             return emit({ ...change, resource: spec.name });
@@ -94,20 +137,12 @@ export function namedOnDemandSet(
       pending.delete(key);
       drop(key);
     };
-    const onReference = (change: ResourceChange) => {
-      if (change.type === 'problem') return;
-      if (change.type === 'synced') {
-        waitingFor.delete(change.resource);
-        return maybeSync();
-      }
-      const { added, removed } = index.apply(change);
-      for (const key of removed) stop(key);
-      for (const key of added) if (!watches.has(key)) start(key);
-      maybeSync();
-    };
+    const onReference = followReferences(index, gate, stop, (key) => {
+      if (!watches.has(key)) start(key);
+    });
     const refs = references$.subscribe(onReference);
     return () => {
-      closed = true;
+      gate.close();
       refs.unsubscribe();
       for (const subscription of watches.values()) subscription.unsubscribe();
       watches.clear();
@@ -135,19 +170,9 @@ export function onDemandSet(api: KubeApi, spec: OnDemandSpec, own$: Observable<R
     const held = new Set<string>();
     /** Fetches in flight, by key; a watch event for the key makes its result stale. */
     const fetching = new Map<string, { stale: boolean }>();
-    const waitingFor = new Set([spec.name, ...spec.referencedBy.map((r) => r.set)]);
-    let synced = false;
-    let closed = false;
+    const gate = syncGate(subscriber, spec.name, [spec.name, ...spec.referencedBy.map((r) => r.set)], () => fetching.size > 0);
+    const { emit, maybeSync } = gate;
     const abort = new AbortController();
-    const emit = (change: ResourceChange) => {
-      if (!closed) subscriber.next(change);
-    };
-    const maybeSync = () => {
-      if (!synced && waitingFor.size === 0 && fetching.size === 0) {
-        synced = true;
-        emit({ type: 'synced', resource: spec.name });
-      }
-    };
     const fetch = (key: string) => {
       const marker = { stale: false };
       fetching.set(key, marker);
@@ -156,7 +181,7 @@ export function onDemandSet(api: KubeApi, spec: OnDemandSpec, own$: Observable<R
         .request<KubeObject>('GET', { apiVersion: spec.apiVersion, resource: spec.resource, name: metadata.name, ...(metadata.namespace !== undefined && { namespace: metadata.namespace }) }, { signal: abort.signal })
         .then((result) => {
           if (fetching.get(key) === marker) fetching.delete(key);
-          if (closed || marker.stale) return maybeSync();
+          if (gate.closed || marker.stale) return maybeSync();
           if (result.ok && index.has(key)) {
             held.add(key);
             emit({ type: 'upsert', resource: spec.name, object: stripFields(result.body, strip) });
@@ -167,26 +192,23 @@ export function onDemandSet(api: KubeApi, spec: OnDemandSpec, own$: Observable<R
         });
     };
 
-    const onReference = (change: ResourceChange) => {
-      if (change.type === 'problem') return;
-      if (change.type === 'synced') {
-        waitingFor.delete(change.resource);
-        return maybeSync();
-      }
-      const { added, removed } = index.apply(change);
-      for (const key of removed) {
+    const onReference = followReferences(
+      index,
+      gate,
+      (key) => {
         if (held.delete(key)) emit({ type: 'delete', resource: spec.name, object: stub(key) });
-      }
-      for (const key of added) if (existing.has(key) && !held.has(key) && !fetching.has(key)) fetch(key);
-    };
+      },
+      (key) => {
+        if (existing.has(key) && !held.has(key) && !fetching.has(key)) fetch(key);
+      },
+    );
 
     const onOwn = (change: ResourceChange) => {
       switch (change.type) {
         case 'problem':
           return emit(change);
         case 'synced':
-          waitingFor.delete(spec.name);
-          return maybeSync();
+          return gate.listed(spec.name);
         case 'replace': {
           existing.clear();
           const passed: KubeObject[] = [];
@@ -224,7 +246,7 @@ export function onDemandSet(api: KubeApi, spec: OnDemandSpec, own$: Observable<R
     const refs = references$.subscribe(onReference);
     const own = own$.subscribe(onOwn);
     return () => {
-      closed = true;
+      gate.close();
       abort.abort();
       refs.unsubscribe();
       own.unsubscribe();
