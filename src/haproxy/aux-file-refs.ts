@@ -10,17 +10,10 @@
  * Pure: no IO.
  */
 import { type AuxKind, type RenderedConfig, auxPath } from '../templating/rendered.ts';
-import { type RefBase, classify, findAuxRefs, isRedirected, spannedWords } from './aux-refs.ts';
+import { type PathRef, type RefBase, classify, findAuxRefs, isRedirected, replacementPath, spannedWords } from './aux-refs.ts';
 
-export interface FileRef {
-  /** Character offsets of the path in the file's text: [start, end). */
-  start: number;
-  end: number;
-  path: string;
-  kind: AuxKind;
-  name: string;
-  base: RefBase;
-}
+/** A reference in an auxiliary file; its offsets are character offsets in the file's text. */
+export type FileRef = PathRef;
 
 export type ReferencingKind = 'crt-list' | 'marked';
 
@@ -118,9 +111,6 @@ function isCrtListRef(line: string, word: number): boolean {
   return words?.[0]?.text === 'bind' && words[word - 1]?.text === 'crt-list';
 }
 
-// What a replacement path may hold: it is written into the file as is.
-const SAFE_PATH = /^[A-Za-z0-9._/@+-]+$/;
-
 /**
  * The content of a referencing file with each reference that `resolve` maps
  * replaced. References a `crt-base` or `ca-base` of haproxy.cfg redirects are
@@ -138,9 +128,8 @@ export function rewriteFileRefs(
   let at = 0;
   for (const ref of refs) {
     if (isRedirected(ref, scan)) continue;
-    const replacement = resolve(ref);
-    if (replacement === undefined || replacement === ref.path) continue;
-    if (!SAFE_PATH.test(replacement)) throw new RangeError(`cannot write ${JSON.stringify(replacement)} into a ${as} file as a plain path`);
+    const replacement = replacementPath(ref, resolve, `a ${as} file`);
+    if (replacement === undefined) continue;
     out += text.slice(at, ref.start) + replacement;
     at = ref.end;
   }

@@ -16,10 +16,9 @@ import { isSectionKeyword } from './config.ts';
 /** Which global base directive redirects relative paths of a reference. */
 export type RefBase = 'crt' | 'ca' | 'none';
 
-/** A reference inside the words of one line (word 0 is the keyword). */
-export interface WordRef {
-  word: number;
-  /** Offsets of the path inside the unquoted word: [start, end). */
+/** A path naming a file of an auxiliary directory, found in some text. */
+export interface PathRef {
+  /** Offsets of the path in the text it was found in: [start, end). */
   start: number;
   end: number;
   /** The path as haproxy reads it, e.g. `maps/hosts.map`. */
@@ -28,6 +27,11 @@ export interface WordRef {
   /** The file name inside its directory (may hold a '/' when the path names no rendered file). */
   name: string;
   base: RefBase;
+}
+
+/** A reference inside the words of one line (word 0 is the keyword); its offsets are inside the unquoted word. */
+export interface WordRef extends PathRef {
+  word: number;
   /** A `crt` path may stand for a bundle of `<path>.rsa`, `.ecdsa`, `.dsa`. */
   bundle: boolean;
   /** haproxy opens the file while checking the configuration (haproxy -c). */
@@ -201,8 +205,20 @@ export function isRedirected(ref: Pick<WordRef, 'base'>, scan: Pick<AuxRefScan, 
   return scan.allBased || scan.based.has(ref.base);
 }
 
-// What a replacement path may hold: it is written into a configuration word as is.
+// What a replacement path may hold: it is written into a configuration word or a file as is.
 const SAFE_PATH = /^[A-Za-z0-9._/@+-]+$/;
+
+/**
+ * The path `resolve` replaces a reference's with, or undefined to leave it as it
+ * is. A replacement must be a plain path (letters, digits, `._/@+-`): it is
+ * written unescaped into `into` (e.g. `haproxy.cfg`), else a RangeError.
+ */
+export function replacementPath<R extends PathRef>(ref: R, resolve: (ref: R) => string | undefined, into: string): string | undefined {
+  const replacement = resolve(ref);
+  if (replacement === undefined || replacement === ref.path) return undefined;
+  if (!SAFE_PATH.test(replacement)) throw new RangeError(`cannot write ${JSON.stringify(replacement)} into ${into} as a plain path`);
+  return replacement;
+}
 
 export interface RewriteResult {
   text: string;
@@ -254,9 +270,8 @@ export function rewriteAuxRefs(main: string, resolve: (ref: AuxRef) => string | 
     const words = spannedWords(raw)!;
     const edits: { from: number; to: number; text: string }[] = [];
     for (const ref of refs) {
-      const replacement = resolve(ref);
-      if (replacement === undefined || replacement === ref.path) continue;
-      if (!SAFE_PATH.test(replacement)) throw new RangeError(`cannot write ${JSON.stringify(replacement)} into haproxy.cfg as a plain path`);
+      const replacement = replacementPath(ref, resolve, 'haproxy.cfg');
+      if (replacement === undefined) continue;
       const at = words[ref.word]!.from;
       const from = at[ref.start]!;
       const to = at[ref.end - 1]! + 1;
