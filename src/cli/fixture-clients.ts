@@ -22,8 +22,9 @@ export interface HttpExchange {
   path?: string;
   method?: string;
   headers?: Record<string, string>;
-  /** TLS to haproxy, with this server name (default: the host). */
+  /** Connect with TLS. */
   tls?: boolean;
+  /** The TLS server name; defaults to the host. */
   sni?: string;
   /** Over TLS, this client certificate and key (PEM). */
   client?: { cert: string; key: string };

@@ -43,7 +43,7 @@ import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import { parse, parseAllDocuments } from 'yaml';
-import { type Counts, type GrpcExchange, type Reply, type TcpExchange, countAnswers, outOfBounds, sendGrpc, sendHttp, sendTcp, sendWebSocket, whileInFlight } from './fixture-clients.ts';
+import { type Counts, type GrpcExchange, type HttpExchange, type Reply, type TcpExchange, countAnswers, outOfBounds, sendGrpc, sendHttp, sendTcp, sendWebSocket, whileInFlight } from './fixture-clients.ts';
 import { type AuthBehaviour, type RunningServer, SERVER_PROTOCOLS, type ServerProtocol, startServer } from './fixture-servers.ts';
 import { readTemplateDir } from '../config/template-dir.ts';
 import { statusLines } from '../status/print.ts';
@@ -59,23 +59,18 @@ import { type LoadedConfig, loadControllerConfig } from './load-config.ts';
 import type { Command } from './main.ts';
 import { printable } from '../printable.ts';
 
-export interface FixtureRequest {
-  host?: string;
-  path?: string;
-  method?: string;
-  headers?: Record<string, string>;
-  /** Connect with TLS to the HTTPS port (or the listener's port). */
-  tls?: boolean;
-  /** The TLS server name; defaults to the host. */
-  sni?: string;
+/**
+ * An assertion's request: the HTTP exchange as fixture-clients.ts sends it, to the
+ * HTTP port, to the HTTPS port with `tls`, or to a listener's port; a client
+ * certificate comes from a Secret of the fixture.
+ */
+export interface FixtureRequest extends Omit<HttpExchange, 'client'> {
   /** A Gateway listener port to connect to (plus the run's portOffset) instead of httpPort/httpsPort. */
   listener?: number;
   /** Upgrade to WebSocket and send this text message; `reply` is the answer. */
   websocket?: string;
   /** Over TLS, show the client certificate of this Secret (`namespace/name`, tls.crt and tls.key). */
   clientCertificate?: string;
-  /** A request body (its Content-Length is set). */
-  body?: string;
 }
 
 const REQUEST_KEYS = new Set(['host', 'path', 'method', 'headers', 'tls', 'sni', 'listener', 'websocket', 'clientCertificate', 'body']);
