@@ -13,6 +13,7 @@ import { renderOnce } from '../../src/cli/render-once.ts';
 import { DataplaneTarget } from '../../src/dataplane/target.ts';
 import { type DataplaneDouble, startDataplaneDouble } from '../support/dataplane-double/index.ts';
 import { freePort } from '../support/ports.ts';
+import { gatewayYaml } from '../support/gateway-manifests.ts';
 import { send, serviceManifest, startEchoBackend } from '../templates/support.ts';
 
 const ROOT = new URL('../..', import.meta.url).pathname;
@@ -30,18 +31,7 @@ describe('HTTPRoute changes and reloads, through the Data Plane API double with 
   let routes: Record<string, string> = {};
 
   const manifests = () => {
-    const gateway = `apiVersion: gateway.networking.k8s.io/v1
-kind: GatewayClass
-metadata: {name: haprx}
-spec: {controllerName: haprx.io/gateway-controller}
----
-apiVersion: gateway.networking.k8s.io/v1
-kind: Gateway
-metadata: {name: gw, namespace: shop}
-spec:
-  gatewayClassName: haprx
-  listeners: [{name: http, port: ${port}, protocol: HTTP}]
-`;
+    const gateway = gatewayYaml({ name: 'gw', namespace: 'shop', listeners: [{ name: 'http', port, protocol: 'HTTP' }] });
     const route = (name: string, spec: string) => `apiVersion: gateway.networking.k8s.io/v1\nkind: HTTPRoute\nmetadata: {name: ${name}, namespace: shop}\nspec:\n  parentRefs: [{name: gw}]\n${spec}`;
     const keeper = route('keeper', `  hostnames: [keeper.test]\n  rules:\n${SERVICES.map((s) => `    - {matches: [{path: {value: /${s}}}], backendRefs: [{name: ${s}, port: 80}]}`).join('\n')}\n`);
     return [...SERVICES.map((name) => serviceManifest(name, echo[name]!.port)), gateway, keeper, ...Object.entries(routes).map(([name, spec]) => route(name, spec))].join('---\n');

@@ -18,6 +18,7 @@ import { DataplaneTarget } from '../../src/dataplane/target.ts';
 import type { Deployment, Endpoint } from '../../src/events.ts';
 import { type RenderedConfig, sealRendered } from '../../src/templating/rendered.ts';
 import { type DataplaneDouble, startDataplaneDouble } from '../support/dataplane-double/index.ts';
+import { gatewayYaml } from '../support/gateway-manifests.ts';
 import { freePort } from '../support/ports.ts';
 import { routingConfig } from '../support/routing-config.ts';
 import { type Reply, send, serviceManifest, startEchoBackend } from '../templates/support.ts';
@@ -40,19 +41,7 @@ spec:
     - host: api.tls.example
       http: {paths: [{path: /, pathType: Prefix, backend: ${backend('api')}}]}
 ---
-apiVersion: gateway.networking.k8s.io/v1
-kind: GatewayClass
-metadata: {name: haprx}
-spec: {controllerName: haprx.io/gateway-controller}
----
-apiVersion: gateway.networking.k8s.io/v1
-kind: Gateway
-metadata: {name: gw, namespace: shop}
-spec:
-  gatewayClassName: haprx
-  listeners:
-    - {name: https, port: ${gwPort}, protocol: HTTPS, hostname: "*.gw.example", tls: {certificateRefs: [{name: gw-example}]}}
----
+${gatewayYaml({ name: 'gw', namespace: 'shop', listeners: [{ name: 'https', port: gwPort, protocol: 'HTTPS', hostname: '*.gw.example', certificate: 'gw-example' }] })}---
 apiVersion: gateway.networking.k8s.io/v1
 kind: HTTPRoute
 metadata: {name: tls, namespace: shop}

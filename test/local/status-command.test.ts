@@ -6,6 +6,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, describe, it } from 'node:test';
 import { promisify } from 'node:util';
+import { gatewayYaml } from '../support/gateway-manifests.ts';
 
 const ROOT = new URL('../..', import.meta.url).pathname;
 
@@ -19,18 +20,7 @@ kind: Service
 metadata: {name: web, namespace: shop}
 spec: {ports: [{name: http, port: 80}]}
 ---
-apiVersion: gateway.networking.k8s.io/v1
-kind: GatewayClass
-metadata: {name: haprx}
-spec: {controllerName: haprx.io/gateway-controller}
----
-apiVersion: gateway.networking.k8s.io/v1
-kind: Gateway
-metadata: {name: edge, namespace: shop}
-spec:
-  gatewayClassName: haprx
-  listeners: [{name: http, port: 80, protocol: HTTP}]
----
+${gatewayYaml({ name: 'edge', namespace: 'shop', listeners: [{ name: 'http', port: 80, protocol: 'HTTP' }] })}---
 apiVersion: gateway.networking.k8s.io/v1
 kind: HTTPRoute
 metadata: {name: lost, namespace: shop}

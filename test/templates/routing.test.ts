@@ -11,6 +11,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import * as grpc from '@grpc/grpc-js';
+import { type ListenerSpec, gatewayYaml } from '../support/gateway-manifests.ts';
 import { cliCommand, parseShowProc } from '../../src/local/master-cli.ts';
 import { freePort } from '../support/ports.ts';
 import { type Reply, type Send, send, startEchoBackend, until } from './support.ts';
@@ -75,20 +76,11 @@ spec:
 
 function gateway(httpPort: number, httpsPort: number, routeChange = ''): string {
   const ref = (name: string, weight?: number) => `{name: ${name}, port: 80${weight === undefined ? '' : `, weight: ${weight}`}}`;
-  return `apiVersion: gateway.networking.k8s.io/v1
-kind: GatewayClass
-metadata: {name: haprx}
-spec: {controllerName: haprx.io/gateway-controller}
----
-apiVersion: gateway.networking.k8s.io/v1
-kind: Gateway
-metadata: {name: gw, namespace: shop}
-spec:
-  gatewayClassName: haprx
-  listeners:
-    - {name: http, port: ${httpPort}, protocol: HTTP}
-    - {name: https, port: ${httpsPort}, protocol: HTTPS, hostname: "*.gw.example", tls: {certificateRefs: [{name: gw-example}]}}
----
+  const listeners: ListenerSpec[] = [
+    { name: 'http', port: httpPort, protocol: 'HTTP' },
+    { name: 'https', port: httpsPort, protocol: 'HTTPS', hostname: '*.gw.example', certificate: 'gw-example' },
+  ];
+  return `${gatewayYaml({ name: 'gw', namespace: 'shop', listeners })}---
 apiVersion: gateway.networking.k8s.io/v1
 kind: HTTPRoute
 metadata: {name: matches, namespace: shop}
