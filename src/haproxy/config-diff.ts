@@ -79,10 +79,10 @@ function redactLine(line: string): string {
  * jsdiff's structuredPatch does, lines without their newline and a
  * `\ No newline at end of file` line after a last line that had none.
  */
-function hunksOf(changes: readonly ArrayChange<string>[], context: number, shown: (line: string) => string): StructuredPatchHunk[] {
+function hunksOf(changes: readonly ArrayChange<string>[], context: number, shown: (line: string) => string, firstLine = 1): StructuredPatchHunk[] {
   const hunks: StructuredPatchHunk[] = [];
-  let oldLine = 1;
-  let newLine = 1;
+  let oldLine = firstLine;
+  let newLine = firstLine;
   let open: { oldStart: number; newStart: number; lines: string[] } | undefined;
   const close = (trailing: readonly string[]) => {
     if (!open) return;
@@ -144,9 +144,12 @@ export function configDiff(from: RenderedConfig | undefined, to: RenderedConfig,
     const b = after.get(path);
     if (a && b && a.text === b.text) continue;
     const main = (a ?? b)!.main;
+    // Only the lines between what both texts begin and end with (and the context around
+    // them) are split and diffed: a large configuration with a small change costs little.
+    const region = a && b && (main || path.startsWith('maps/')) ? changedRegion(a.text, b.text, context) : undefined;
     // PEM blocks span lines: auxiliary files are redacted whole before they are split.
-    const oldLines = linesOf(a ? (main ? a.text : redactPem(a.text)) : '');
-    const newLines = linesOf(b ? (main ? b.text : redactPem(b.text)) : '');
+    const oldLines = linesOf(region ? region.before : a ? (main ? a.text : redactPem(a.text)) : '');
+    const newLines = linesOf(region ? region.after : b ? (main ? b.text : redactPem(b.text)) : '');
     const change: FileChange['change'] = !a ? 'added' : !b ? 'removed' : 'modified';
     const changes = diffArrays(oldLines, newLines, { maxEditLength: maxChangedLines });
     if (!changes) {
@@ -166,12 +169,53 @@ export function configDiff(from: RenderedConfig | undefined, to: RenderedConfig,
       newFileName: b ? `b/${path}` : '/dev/null',
       oldHeader: from.hash.slice(0, 12),
       newHeader: to.hash.slice(0, 12),
-      hunks: hunksOf(changes, context, main ? redactLine : (line) => line),
+      hunks: hunksOf(changes, context, main ? redactLine : (line) => line, (region?.firstLine ?? 0) + 1),
     });
   }
   const scrub = options.scrub ?? ((text: string) => text);
   const bounded = boundText(patches.length > 0 ? scrub(formatPatch(patches, { includeIndex: false, includeUnderline: false, includeFileHeaders: true })) : '', maxBytes);
   return { from: from.hash, to: to.hash, files, text: bounded.text, truncated: truncated || bounded.cut };
+}
+
+/**
+ * The lines of two texts that differ, with `context` lines of what they share around
+ * them: what follows the common whole-line prefix and precedes the common whole-line
+ * suffix, and how many lines come before it (the same number in both).
+ */
+export function changedRegion(a: string, b: string, context: number): { before: string; after: string; firstLine: number } {
+  let prefix = commonLength(a, b, (s, i, n) => s.slice(i, i + n));
+  let suffix = commonLength(a, b, (s, i, n) => s.slice(s.length - i - n, s.length - i));
+  // Whole lines only: the prefix ends after a line break, the suffix starts at a line's start.
+  prefix = a.lastIndexOf('\n', prefix - 1) + 1;
+  for (let k = 0; k < context && prefix > 0; k++) prefix = a.lastIndexOf('\n', prefix - 2) + 1;
+  suffix = Math.min(suffix, a.length - prefix, b.length - prefix);
+  let cut = a.length - suffix;
+  if (cut > 0 && a[cut - 1] !== '\n') {
+    const next = a.indexOf('\n', cut);
+    cut = next < 0 ? a.length : next + 1;
+  }
+  for (let k = 0; k < context && cut < a.length; k++) {
+    const next = a.indexOf('\n', cut);
+    cut = next < 0 ? a.length : next + 1;
+  }
+  suffix = a.length - cut;
+  let firstLine = 0;
+  for (let i = a.indexOf('\n'); i >= 0 && i < prefix; i = a.indexOf('\n', i + 1)) firstLine++;
+  return { before: a.slice(prefix, a.length - suffix), after: b.slice(prefix, b.length - suffix), firstLine };
+}
+
+/** How many characters two strings share from one end, compared a block at a time (no copies). */
+function commonLength(a: string, b: string, take: (s: string, i: number, n: number) => string): number {
+  const limit = Math.min(a.length, b.length);
+  let same = 0;
+  let step = 1 << 16;
+  while (same < limit) {
+    const n = Math.min(step, limit - same);
+    if (take(a, same, n) === take(b, same, n)) same += n;
+    else if (n === 1) break;
+    else step = Math.max(1, n >> 1);
+  }
+  return same;
 }
 
 /** The text cut at a line boundary so that it and the note saying so stay below `maxBytes`. */

@@ -101,11 +101,15 @@ export function planFast(base: RenderedConfig, changes: readonly ChangeRef[], in
   if (edits.length === 0) return { kind: 'none' };
 
   const config = sealRendered({ main: splice(base.main, edits), maps: base.maps, files: base.files, certs: base.certs, ...(base.referencing && { referencing: base.referencing }) }, { sets: moved(sets, edits), reads: base.serverSets.reads });
+  // The sets keep their places: where the edited ones read what they read before, the index holds.
+  if (edits.every((e) => sameReads(e.reads, sets[e.index]!.reads))) indexes.set(config, index);
   const plan = planEdits(base, config, edits);
   if (plan.kind === 'reload') return { kind: 'unsupported', reason: `needs a reload: ${plan.reasons.slice(0, 3).join('; ')}` };
   if (plan.kind === 'none') return { kind: 'none' };
   return { kind: 'runtime', config, ops: plan.ops, backends: edits.map((e) => sets[e.index]!.backend) };
 }
+
+const sameReads = (a: readonly string[], b: readonly string[]) => a.length === b.length && a.every((r, i) => r === b[i]);
 
 /** The first line that is neither a server line, a comment nor blank, if any. */
 function otherThanServers(text: string): string | undefined {

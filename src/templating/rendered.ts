@@ -45,17 +45,10 @@ export interface ServerSets {
   reads: readonly string[];
 }
 
-const linesByBackend = new WeakMap<RenderedConfig, Map<string, string>>();
-
-/** The server lines a render wrote for a backend through h.servers, if it recorded them. */
+/** The server lines a render wrote for a backend through h.servers, if it recorded them (a scan: asked for a few backends at a time). */
 export function serverLines(config: RenderedConfig, backend: string): string | undefined {
-  if (!config.serverSets) return undefined;
-  let lines = linesByBackend.get(config);
-  if (!lines) {
-    lines = new Map(config.serverSets.sets.map((s) => [s.backend, config.main.slice(s.start, s.end)]));
-    linesByBackend.set(config, lines);
-  }
-  return lines.get(backend);
+  const set = config.serverSets?.sets.find((s) => s.backend === backend);
+  return set && config.main.slice(set.start, set.end);
 }
 
 /** How a lookup is recorded in ServerSet.reads and ServerSets.reads. */

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { applyPatch, parsePatch } from 'diff';
-import { configDiff, diffSummary } from '../../src/haproxy/config-diff.ts';
+import { changedRegion, configDiff, diffSummary } from '../../src/haproxy/config-diff.ts';
 import { type RenderedFiles, sealRendered } from '../../src/templating/rendered.ts';
 
 const config = (files: Partial<RenderedFiles> & { main: string }) => sealRendered({ maps: {}, files: {}, certs: {}, ...files });
@@ -103,5 +103,31 @@ describe('configDiff', () => {
       { path: 'haproxy.cfg', change: 'added', added: 10, removed: 0 },
       { path: 'maps/hosts.map', change: 'added', added: 1, removed: 0 },
     ]);
+  });
+
+  it('diffs only the region that changed in a large configuration, with the same hunks as a diff of the whole', () => {
+    // A deterministic sequence of edits: at the start, in the middle, at the end, with and without a last line break.
+    let seed = 7;
+    const random = (n: number) => (seed = (seed * 48271) % 2147483647) % n;
+    const base = backends(3_000);
+    for (let round = 0; round < 12; round++) {
+      const lines = base.split('\n');
+      const at = [0, 1, lines.length - 2, lines.length - 1, random(lines.length)][round % 5]!;
+      const edited = [...lines];
+      if (round % 3 === 0) edited.splice(at, 1);
+      else if (round % 3 === 1) edited.splice(at, 0, `  # inserted ${round}`);
+      else edited[at] = `${edited[at]} changed`;
+      const after = round % 4 === 3 ? edited.join('\n').replace(/\n$/, '') : edited.join('\n');
+      const region = changedRegion(base, after, 3);
+      const prefix = base.split('\n').slice(0, region.firstLine).join('\n') + (region.firstLine > 0 ? '\n' : '');
+      assert.ok(base.startsWith(prefix) && after.startsWith(prefix), `round ${round}: the common start is whole lines`);
+      const suffix = base.slice(prefix.length + region.before.length);
+      assert.equal(prefix + region.before + suffix, base);
+      assert.equal(prefix + region.after + suffix, after);
+      // Two changes (one line, and the last line break) make a region from one to the other.
+      if (round % 4 !== 3) assert.ok(region.before.length + region.after.length < 2_000, `round ${round}: a small region (${region.before.length} + ${region.after.length})`);
+      const diff = configDiff(config({ main: base }), config({ main: after }));
+      assert.equal(applyAll(diff.text, { 'haproxy.cfg': base })['haproxy.cfg'], after, `round ${round}: the hunks read back`);
+    }
   });
 });
