@@ -59,6 +59,13 @@ function filesOf(config: RenderedConfig): Map<string, FileText> {
   return files;
 }
 
+/** How many lines linesOf would give, counted without making them. */
+function lineCount(text: string): number {
+  let n = 0;
+  for (let i = text.indexOf('\n'); i >= 0; i = text.indexOf('\n', i + 1)) n++;
+  return text === '' || text.endsWith('\n') ? n : n + 1;
+}
+
 /** Lines with their newline kept (the last one may have none), as jsdiff's line tokens are. */
 function linesOf(text: string): string[] {
   if (text === '') return [];
@@ -131,7 +138,7 @@ export function configDiff(from: RenderedConfig | undefined, to: RenderedConfig,
   const { maxBytes, maxChangedLines, context } = { ...DIFF_DEFAULTS, ...options };
   const after = filesOf(to);
   if (from === undefined) {
-    return { to: to.hash, files: [...after.values()].map((f) => ({ path: f.path, change: 'added', added: linesOf(f.text).length, removed: 0 })), text: '', truncated: false };
+    return { to: to.hash, files: [...after.values()].map((f) => ({ path: f.path, change: 'added', added: lineCount(f.text), removed: 0 })), text: '', truncated: false };
   }
   if (from.hash === to.hash) return { from: from.hash, to: to.hash, files: [], text: '', truncated: false };
   const before = filesOf(from);
