@@ -96,7 +96,15 @@ export class StatusBook {
   }
 
   private take(hash: string, statuses: readonly ObjectStatus[]): void {
-    const declared = new Map(statuses.map((status) => [statusKey(status.ref), { status, text: JSON.stringify(status) }]));
+    const declared = new Map<string, Held>();
+    for (const status of statuses) {
+      const key = statusKey(status.ref);
+      const text = JSON.stringify(status);
+      const before = this.latest.get(key);
+      // Unchanged since the last render: the same record, so that the renders kept share it
+      // (at 10k objects, each render's declarations would otherwise be held several times over).
+      declared.set(key, before !== undefined && before.text === text ? before : { status, text });
+    }
     this.latest = declared;
     this.latestHash = hash;
     this.byHash.delete(hash);

@@ -45,10 +45,24 @@ export interface ServerSets {
   reads: readonly string[];
 }
 
-/** The server lines a render wrote for a backend through h.servers, if it recorded them (a scan: asked for a few backends at a time). */
+const setsByBackend = new WeakMap<RenderedConfig, Map<string, ServerSet>>();
+
+/**
+ * The server lines a render wrote for a backend through h.servers, if it recorded them.
+ * A copy, not a slice of the configuration: V8 keeps the whole text a slice was cut
+ * from alive, and these lines are kept across many configurations.
+ */
 export function serverLines(config: RenderedConfig, backend: string): string | undefined {
-  const set = config.serverSets?.sets.find((s) => s.backend === backend);
-  return set && config.main.slice(set.start, set.end);
+  const sets = config.serverSets?.sets;
+  if (!sets) return undefined;
+  let byBackend = setsByBackend.get(config);
+  if (!byBackend) {
+    byBackend = new Map();
+    for (const s of sets) if (!byBackend.has(s.backend)) byBackend.set(s.backend, s);
+    setsByBackend.set(config, byBackend);
+  }
+  const set = byBackend.get(backend);
+  return set && Buffer.from(config.main.slice(set.start, set.end)).toString();
 }
 
 /** How a lookup is recorded in ServerSet.reads and ServerSets.reads. */

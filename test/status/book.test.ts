@@ -4,6 +4,7 @@ import type { ControllerEvent, InstanceResult } from '../../src/events.ts';
 import { StatusBook } from '../../src/status/book.ts';
 import type { ObjectStatus } from '../../src/status/types.ts';
 import { configNamed, reconcileNo } from '../../marble-tests/helpers.ts';
+import { heapAfterGc } from '../support/heap.ts';
 
 const gateway = (generation: number, extra: Partial<ObjectStatus> = {}): ObjectStatus => ({
   ref: { kind: 'Gateway', namespace: 'shop', name: 'edge' },
@@ -82,5 +83,17 @@ describe('StatusBook', () => {
     assert.deepEqual(book.apply(rendered('c', [])), ['Ingress shop/web']);
     assert.equal(book.composed('Ingress shop/web'), undefined);
     assert.equal(book.size, 0);
+  });
+
+  it('holds a declaration that renders repeat once, however many renders it keeps', () => {
+    const many = () => Array.from({ length: 5_000 }, (_, i): ObjectStatus => ({ ...ingress(1), ref: { kind: 'Ingress', namespace: 'shop', name: `web-${i}` } }));
+    const book = new StatusBook();
+    const empty = heapAfterGc();
+    book.apply(rendered('a', many()));
+    const one = heapAfterGc() - empty;
+    for (const label of ['b', 'c', 'd']) book.apply(rendered(label, many()));
+    const more = heapAfterGc() - empty - one;
+    assert.equal(book.size, 5_000);
+    assert.ok(more < one, `three more renders of the same declarations took ${Math.round(more / 1024)} KiB, the first ${Math.round(one / 1024)} KiB`);
   });
 });
