@@ -18,6 +18,7 @@
  *                            about 4 minutes per size)
  */
 import { mkdir, writeFile } from 'node:fs/promises';
+import { loadavg } from 'node:os';
 import { join } from 'node:path';
 import { get, startEcho } from '../test/support/echo-backend.ts';
 import { freePort } from '../test/support/ports.ts';
@@ -125,7 +126,7 @@ for (const size of SIZES) {
     const health = await probe.mark('changes');
     const references = await haproxyReferences(tmp.stateDir);
     console.log(`${size} Ingresses, on the deployed configuration: haproxy -c ${references.checkMs} ms, master reload ${references.reloadMs} ms; /healthz max ${health.maxMs} ms (p99 ${health.p99Ms} ms, ${health.over100ms} of ${health.n} over 100 ms)`);
-    results.push({ ingresses: size, modes, haproxyCheckMs: references.checkMs, reloadMs: references.reloadMs, healthz: health });
+    results.push({ ingresses: size, modes, haproxyCheckMs: references.checkMs, reloadMs: references.reloadMs, healthz: health, loadAverage: loadavg().map((l) => l.toFixed(2)).join(', ') });
   } catch (err) {
     failed = err;
   } finally {

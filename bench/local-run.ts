@@ -111,8 +111,14 @@ export async function writeChunks(dir: string, kind: string, objects: readonly K
 
 /** Rewrites the chunk file that holds object `index`. */
 export async function writeChunk(dir: string, kind: string, objects: readonly KubeObject[], index: number, chunk = 500): Promise<void> {
+  const file = chunkFile(dir, kind, objects, index, chunk);
+  await writeFile(file.path, file.text);
+}
+
+/** The chunk file that holds object `index`, made ahead of writing it (so that a timed burst times only the writes). */
+export function chunkFile(dir: string, kind: string, objects: readonly KubeObject[], index: number, chunk = 500): { path: string; text: string } {
   const first = Math.floor(index / chunk) * chunk;
-  await writeFile(join(dir, `${kind}-${first / chunk}.yaml`), objects.slice(first, first + chunk).map((o) => stringify(o)).join('---\n'));
+  return { path: join(dir, `${kind}-${first / chunk}.yaml`), text: objects.slice(first, first + chunk).map((o) => stringify(o)).join('---\n') };
 }
 
 /** Waits for `condition` every `everyMs`, up to `timeoutMs`, checking that haprx still runs. */
