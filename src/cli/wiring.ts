@@ -70,33 +70,33 @@ export function controllerGraph(loaded: LoadedConfig, io: ControllerIO): Observa
     // Without an admission webhook rendering here, this thread's stores need no sealed copies.
     const watched = io.onRender ? config.watch : config.watch.map((w) => ({ ...w, seal: false }));
     const deps: GraphDeps = {
-        // Each subscription (the graph rebuilds itself after a failure) starts from empty stores: so does the worker.
-        changes$: defer(() => {
-          worker.reset();
-          return io.changes(config.watch).pipe(tap((change) => worker.apply(change)));
+      // Each subscription (the graph rebuilds itself after a failure) starts from empty stores: so does the worker.
+      changes$: defer(() => {
+        worker.reset();
+        return io.changes(config.watch).pipe(tap((change) => worker.apply(change)));
+      }),
+      endpoints$: io.endpoints$,
+      render: ({ resources }) =>
+        defer(() => {
+          io.onRender?.({ loaded, values, resources });
+          return fromAbortable((signal) => worker.render(resources, signal)).pipe(mergeMap(renderOutcome));
         }),
-        endpoints$: io.endpoints$,
-        render: ({ resources }) =>
-          defer(() => {
-            io.onRender?.({ loaded, values, resources });
-            return fromAbortable((signal) => worker.render(resources, signal)).pipe(mergeMap(renderOutcome));
+      // The fast path renders a few server snippets here, with the templates compiled in this thread.
+      fastPlan: ({ base, reconcile, resources }) => planFast(base, reconcile.cause.changes, { templates: loaded.templates, values, timeoutMs, resources }),
+      validate: (rendered: RenderedConfig) =>
+        fromAbortable((signal) => io.validator.validate(rendered, signal)).pipe(
+          map((result): ValidateOutcome => {
+            if (result.ok) return { ok: true };
+            // A check that could not run is no refusal: the graph checks again later.
+            if (couldNotRun(result.phase)) return { ok: false, unavailable: result.problems.map((p) => p.message).join('; ') };
+            return { ok: false, problems: result.problems };
           }),
-        // The fast path renders a few server snippets here, with the templates compiled in this thread.
-        fastPlan: ({ base, reconcile, resources }) => planFast(base, reconcile.cause.changes, { templates: loaded.templates, values, timeoutMs, resources }),
-        validate: (rendered: RenderedConfig) =>
-          fromAbortable((signal) => io.validator.validate(rendered, signal)).pipe(
-            map((result): ValidateOutcome => {
-              if (result.ok) return { ok: true };
-              // A check that could not run is no refusal: the graph checks again later.
-              if (couldNotRun(result.phase)) return { ok: false, unavailable: result.problems.map((p) => p.message).join('; ') };
-              return { ok: false, problems: result.problems };
-            }),
-          ),
-        deployTo: io.deployTo,
-        diff: (from, to) => configDiff(from, to, { ...(io.scrub && { scrub: io.scrub }) }),
-        ...(io.canary && config.settings.canary && { canary: canaryDeps(io.canary, config.settings.canary) }),
-        ...(io.leader$ && { leader$: io.leader$ }),
-        ...(io.credentials$ && { credentials$: io.credentials$ }),
+        ),
+      deployTo: io.deployTo,
+      diff: (from, to) => configDiff(from, to, { ...(io.scrub && { scrub: io.scrub }) }),
+      ...(io.canary && config.settings.canary && { canary: canaryDeps(io.canary, config.settings.canary) }),
+      ...(io.leader$ && { leader$: io.leader$ }),
+      ...(io.credentials$ && { credentials$: io.credentials$ }),
     };
     const settings = { ...config.settings, watched };
     return (io.recording ? io.recording.record(graph, settings, deps) : graph(settings, deps)).pipe(finalize(() => void worker.close()));

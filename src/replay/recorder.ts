@@ -98,7 +98,8 @@ export class RecordingSession {
     }
     if (this.state !== 'recording') return;
     this.state = 'ended';
-    this.stream!.end(`${JSON.stringify({ t: this.now(), k: 'end', reason })}\n`);
+    // Within the room kept under the cap.
+    this.stream!.end(`${JSON.stringify({ t: this.now(), k: 'end', reason: reason.slice(0, 160) })}\n`);
     this.options.log('info', `recording to ${this.options.file} stopped: ${reason}`);
   }
 
@@ -203,7 +204,8 @@ export function recordedDeps(deps: GraphDeps, session: RecordingSession): GraphD
       let sync = true;
       const subscription = source.subscribe({
         next: (v) => {
-          session.notify(dep, n, 'next', sync, write(v));
+          // Scrubbing copies the value: only while recording.
+          if (session.active) session.notify(dep, n, 'next', sync, write(v));
           subscriber.next(v);
         },
         error: (err: unknown) => {

@@ -15,6 +15,7 @@ import type { Entry, Recording, StreamDep, ValueDep } from './format.ts';
 /** How far a recorded timer may have run from when it was due, either way (see checkDue). */
 export const TIMER_EARLY_MS = 20;
 export const TIMER_LATE_MS = 250;
+export const MAX_UNRECORDED_RUNS = 100_000;
 
 type Notification = Extract<Entry, { k: 'next' | 'error' | 'complete' }>;
 
@@ -113,6 +114,7 @@ export function replayDeps(recording: Recording, inner: SchedulerLike): Replayed
   };
 
   let actions = 0;
+  let unrecordedRuns = 0;
   /**
    * A timer of the replay should be due about when the recorded one ran: never much later
    * (a timer is not early), and not much earlier (a busy event loop runs timers late, not
@@ -155,6 +157,9 @@ export function replayDeps(recording: Recording, inner: SchedulerLike): Replayed
     }
 
     private execute(state?: S): void {
+      // A timer the recording never saw run, again and again (a hostile recording's settings
+      // can ask for one every millisecond for a year): the replay stops, it does not hang.
+      if (this.slot === undefined && ++unrecordedRuns > MAX_UNRECORDED_RUNS) throw new Error(`more than ${MAX_UNRECORDED_RUNS} runs of timers the recording never saw run`);
       this.k++;
       this.slot = undefined;
       this.pending = undefined;

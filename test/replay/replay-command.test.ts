@@ -100,6 +100,18 @@ describe('haprx replay', () => {
     assert.match(list.stdout, /replay {5}replay a recording of the graph in virtual time/);
   });
 
+  it('stops, with a message and no stack trace, a hostile recording that would run timers for ever', async () => {
+    const file = join(dir, 'forever.jsonl');
+    // Drift every millisecond, and an end a day away: timers the recording never saw, without end.
+    const header = lines[0]!.replace('"driftIntervalMs":0', '"driftIntervalMs":1');
+    const end = lines.at(-1)!.replace(/"t":\d+/, '"t":86400000');
+    await writeFile(file, `${[header, ...lines.slice(1, -1), end].join('\n')}\n`);
+    const { code, stderr } = await haprx(file);
+    assert.equal(code, 1);
+    assert.match(stderr, /^haprx replay: .*forever\.jsonl: the replay stopped: more than 100000 runs of timers the recording never saw run\n$/);
+    noStack(stderr);
+  });
+
   it('refuses a file that is not a recording, a missing file and a missing argument', async () => {
     const other = join(dir, 'other.json');
     await writeFile(other, '{"kind":"ConfigMap"}\n');

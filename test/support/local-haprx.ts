@@ -34,6 +34,8 @@ export interface LocalHaprxOptions {
   nodeOptions?: string[];
   /** The haproxy binary haprx runs (default haproxy). */
   haproxyBin?: string;
+  /** More flags for `haprx local`, e.g. `--record FILE`. */
+  args?: string[];
 }
 
 export interface Traffic {
@@ -98,6 +100,7 @@ export class LocalHaprx {
       String(this.healthPort),
       '--debug-port',
       '0',
+      ...(options.args ?? []),
     ];
     const child = spawn(process.execPath, args, { cwd: ROOT, stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, HAPRX_LOG_LEVEL: 'debug' } });
     this.child = child;
@@ -117,6 +120,11 @@ export class LocalHaprx {
     });
     child.stderr!.setEncoding('utf8').on('data', (chunk: string) => this.logs.push({ msg: `stderr: ${chunk}`, level: 50 }));
     await this.until('the first deployment', () => this.logs.find((l) => l.msg.startsWith('deployed to local')), 30_000);
+  }
+
+  /** Sends haprx a signal (SIGUSR2 toggles its recording). */
+  signal(signal: NodeJS.Signals): void {
+    this.child?.kill(signal);
   }
 
   /** Whether the haprx process is still running. */
