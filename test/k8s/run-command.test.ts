@@ -5,10 +5,11 @@
  */
 import assert from 'node:assert/strict';
 import { type ChildProcess, spawn } from 'node:child_process';
-import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, afterEach, before, beforeEach, describe, it } from 'node:test';
+import { firstDifference, loadRecording, recordedTimeline, replayRecording } from '../../src/cli/replay-command.ts';
 import { KubeApiDouble } from '../support/kube-api-double/index.ts';
 import { fetchText } from '../support/fetch-text.ts';
 import { freePort } from '../support/ports.ts';
@@ -122,6 +123,31 @@ describe('haprx run', () => {
     assert.equal(vars.status, 200, vars.body);
     c.kill('SIGTERM');
     assert.equal(await exited(c), 0, output);
+  });
+
+  it('records the graph with --record, stops the recording on SIGUSR2, and the file replays to the run', async () => {
+    const file = join(dir, 'run.jsonl');
+    const c = run(['--kubeconfig', kubeconfig, '--configmap', 'edge-config', '--credentials-secret', 'edge-dp', '--identity', 'cli-4', '--record', file]);
+    await until('the recording started', () => output.includes(`recording the graph's inputs to ${file}`), 15_000);
+    await until('a render', () => /"event":"Rendered"|rendered/i.test(output), 15_000);
+    c.kill('SIGUSR2');
+    await until('the recording stopped', () => output.includes(`recording to ${file} stopped: stopped at runtime`), 10_000);
+    c.kill('SIGTERM');
+    assert.equal(await exited(c), 0, output);
+    const loaded = await loadRecording(file);
+    assert.ok(loaded.ok, loaded.ok ? '' : loaded.message);
+    const replayed = replayRecording(loaded.recording);
+    assert.deepEqual(replayed.divergences, []);
+    assert.equal(firstDifference(recordedTimeline(loaded.recording), replayed.timeline), undefined);
+    assert.ok(replayed.timeline.some((e) => e.event.type === 'Rendered'), JSON.stringify(replayed.timeline));
+    assert.ok(!(await readFile(file, 'utf8')).includes('"pw"'));
+  });
+
+  it('refuses a recording cap below 4096 bytes, and a cap without a file', async () => {
+    assert.equal(await exited(run(['--kubeconfig', kubeconfig, '--record', join(dir, 'x.jsonl'), '--record-max-bytes', '100'])), 2);
+    assert.match(output, /--record-max-bytes 100: expected a number of bytes, at least 4096/);
+    assert.equal(await exited(run(['--kubeconfig', kubeconfig, '--record-max-bytes', '100000'])), 2);
+    assert.match(output, /--record-max-bytes needs --record FILE/);
   });
 
   it('refuses bad flags with exit status 2', async () => {
