@@ -14,7 +14,7 @@ import type { ControllerEvent, Endpoint, InstanceOutcome } from '../../src/event
 import type { ResourceChange } from '../../src/k8s/resource.ts';
 import { RecordingControl } from '../../src/replay/control.ts';
 import { parseRecording } from '../../src/replay/format.ts';
-import { sealRendered } from '../../src/templating/rendered.ts';
+import { type RenderedConfig, sealRendered } from '../../src/templating/rendered.ts';
 import { type GraphDeps, type GraphSettings, graph } from '../../streams/graph.ts';
 import type { RenderOutcome } from '../../streams/render.ts';
 import { firstDifference, recordedTimeline, replayRecording } from '../../src/cli/replay-command.ts';
@@ -120,6 +120,42 @@ describe('recording', () => {
       logged.map((l) => l.level),
       ['info', 'info'],
     );
+  });
+
+  it('records a canary rollout (checks, what instances run, whether a change reloads) that replays to the same timeline', async () => {
+    const file = join(dir, 'canary.jsonl');
+    const recording = control(file, []);
+    const { deps, changes } = world();
+    const running = new Map<string, RenderedConfig>();
+    const canaried: GraphDeps = {
+      ...deps,
+      deployTo: (endpoint, deployment): Observable<InstanceOutcome> =>
+        timer(2).pipe(
+          map(() => {
+            running.set(endpoint.id, deployment.config);
+            return { ok: true, reloaded: true, runtimeOps: 0 };
+          }),
+        ),
+      canary: {
+        // The configuration with "api" in it fails its canary's checks.
+        check: (_endpoint, config) => timer(3).pipe(map(() => (config.main.includes('api') ? { ok: false, problems: ['probe: 503'] } : { ok: true }) as const)),
+        reloads: (from, to) => from.hash !== to.hash,
+        running: (endpoint) => running.get(endpoint.id),
+      },
+    };
+    const events: ControllerEvent[] = [];
+    const sub = recording.record(graph, { ...settings, canary: { checkForMs: 15, intervalMs: 5 } }, canaried).subscribe((e) => events.push(e));
+    await scripted(changes, events);
+    await until('the canary failed', () => events.some((e) => e.type === 'CanaryFailed'));
+    sub.unsubscribe();
+    await recording.close();
+    const recorded = await load(file);
+    assert.deepEqual(recorded.header.inputs, ['diff', 'canary']);
+    const replayed = replayRecording(recorded);
+    assert.deepEqual(replayed.divergences, []);
+    assert.equal(firstDifference(recordedTimeline(recorded), replayed.timeline), undefined);
+    assert.ok(replayed.timeline.some((e) => e.event.type === 'CanaryStarted'));
+    assert.ok(replayed.timeline.some((e) => e.event.type === 'CanaryFailed' && e.event.fields.problems === 'probe: 503'));
   });
 
   it('ends the file cleanly at its cap, says so, and the graph goes on', async () => {
