@@ -6,50 +6,25 @@
  * instances are never written to; then a good configuration reaches all three.
  */
 import assert from 'node:assert/strict';
-import { chmod, mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
-import { BehaviorSubject, Observable, Subject, type Subscription } from 'rxjs';
-import { loadControllerConfig } from '../../src/cli/load-config.ts';
+import { BehaviorSubject, type Subscription } from 'rxjs';
 import { controllerGraph } from '../../src/cli/wiring.ts';
 import { DataplaneTargets, dataplaneCanary, dataplaneDeployTo } from '../../src/dataplane/deploy-to.ts';
 import type { ControllerEvent, Endpoint } from '../../src/events.ts';
 import { Validator } from '../../src/haproxy/validate.ts';
 import { clusterEventFor } from '../../src/k8s/cluster-events.ts';
-import type { KubeObject, ResourceChange } from '../../src/k8s/resource.ts';
 import { logLine } from '../../src/observability/event-log.ts';
 import { controller } from '../../streams/controller.ts';
 import { type DataplaneDouble, startDataplaneDouble } from '../support/dataplane-double/index.ts';
 import { get, startEcho } from '../support/echo-backend.ts';
 import { freePort } from '../support/ports.ts';
+import { ServicesWatch, serviceRoutingConfig, wrapHaproxy } from '../support/service-graph.ts';
 import { until } from '../support/until.ts';
 
 const AUTH = { username: 'admin', password: 'adminpwd' };
-
-// Each instance's haproxy binds the port its environment names: three instances on one host.
-const MAIN = `global
-  maxconn 256
-defaults
-  mode http
-  timeout connect 1s
-  timeout client 5s
-  timeout server 5s
-frontend fe
-  bind 127.0.0.1:"\${HAPRX_TEST_HTTP_PORT}"
-  use_backend %[req.hdr(host),field(1,:),lower,map(<%= h.mapPath('hosts.map') %>,be_none)]
-backend be_none
-  http-request return status 404
-<% for (const svc of resources.services.list()) { -%>
-backend <%= h.identifier('be', svc.metadata.name) %>
-  balance roundrobin
-  server s1 127.0.0.1:<%= svc.spec.ports[0].port %>
-<% } -%>
-`;
-const HOSTS = `<% for (const svc of resources.services.list().filter((s) => s.metadata.annotations?.host)) { -%>
-<%= h.mapKey(svc.metadata.annotations.host) %> <%= h.identifier('be', svc.metadata.name) %>
-<% } -%>
-`;
 
 describe('canary rollout across Data Plane API doubles', () => {
   let tmp: string;
@@ -57,22 +32,12 @@ describe('canary rollout across Data Plane API doubles', () => {
   const httpPorts: number[] = [];
   const echoes: Awaited<ReturnType<typeof startEcho>>[] = [];
   const events: { at: number; event: ControllerEvent }[] = [];
-  const objects = new Map<string, KubeObject>();
-  const updates = new Subject<ResourceChange>();
+  const services = new ServicesWatch();
   let targets: DataplaneTargets;
   let subscription: Subscription;
   let endpoints: Endpoint[];
 
-  const setService = (name: string, port: number, host?: string) => {
-    const object: KubeObject = {
-      apiVersion: 'v1',
-      kind: 'Service',
-      metadata: { name, namespace: 'demo', resourceVersion: String(Date.now() + Math.random()), ...(host && { annotations: { host } }) },
-      spec: { ports: [{ port }] },
-    };
-    objects.set(name, object);
-    updates.next({ type: 'upsert', resource: 'services', object });
-  };
+  const setService = (name: string, port: number, host?: string) => services.set(name, port, host);
   const timeline = () => events.map((e) => `  ${e.event.type}: ${logLine(e.event).msg}`).join('\n');
   const waitFor = <T extends ControllerEvent['type']>(type: T, from: number, test: (e: Extract<ControllerEvent, { type: T }>) => boolean = () => true, ms = 30_000) =>
     until(type, () => events.slice(from).map((e) => e.event).find((e): e is Extract<ControllerEvent, { type: T }> => e.type === type && test(e as Extract<ControllerEvent, { type: T }>)), ms, timeline);
@@ -82,44 +47,31 @@ describe('canary rollout across Data Plane API doubles', () => {
   before(async () => {
     tmp = await mkdtemp(join(tmpdir(), 'haprx-canary-'));
     for (const name of ['one', 'two']) echoes.push(await startEcho(name));
-    const checker = join(tmp, 'haproxy-check');
-    await writeFile(checker, '#!/bin/sh\nexport HAPRX_TEST_HTTP_PORT=1\nexec haproxy "$@"\n');
-    await chmod(checker, 0o755);
+    // Each instance's haproxy binds the port its environment names: three instances on one host.
+    const checker = await wrapHaproxy(join(tmp, 'haproxy-check'), 'export HAPRX_TEST_HTTP_PORT=1');
     for (const id of ['a', 'b', 'c']) {
       const port = await freePort();
-      const bin = join(tmp, `haproxy-${id}`);
-      await writeFile(bin, `#!/bin/sh\nexport HAPRX_TEST_HTTP_PORT=${port}\nexec haproxy "$@"\n`);
-      await chmod(bin, 0o755);
+      const bin = await wrapHaproxy(join(tmp, `haproxy-${id}`), `export HAPRX_TEST_HTTP_PORT=${port}`);
       httpPorts.push(port);
       doubles.push(await startDataplaneDouble({ reloadDelayMs: 50, haproxyBin: bin }));
     }
     endpoints = doubles.map((d, i) => ({ id: `haproxy-${'abc'[i]}`, address: d.url }));
     targets = new DataplaneTargets({ ...AUTH, reloadPollMs: 25, retryDelayMs: 50 });
     setService('one', echoes[0]!.port, 'app.test');
-    const loaded = loadControllerConfig({
-      watch: [{ name: 'services', apiVersion: 'v1', resource: 'services' }],
-      templates: { 'haproxy.cfg': MAIN, maps: { 'hosts.map': HOSTS } },
-      settings: {
-        debounce: '50ms',
-        debounceMaxWait: '200ms',
-        minDeployInterval: '200ms',
-        driftInterval: 0,
-        // The canary (haproxy-a, first by id) is probed on its own port.
-        canary: { checkFor: '1s', interval: '200ms', probe: { port: httpPorts[0]!, path: '/', host: 'app.test', expectStatus: [200], timeout: '150ms' } },
-      },
+    const loaded = serviceRoutingConfig('"${HAPRX_TEST_HTTP_PORT}"', {
+      debounce: '50ms',
+      debounceMaxWait: '200ms',
+      minDeployInterval: '200ms',
+      driftInterval: 0,
+      // The canary (haproxy-a, first by id) is probed on its own port.
+      canary: { checkFor: '1s', interval: '200ms', probe: { port: httpPorts[0]!, path: '/', host: 'app.test', expectStatus: [200], timeout: '150ms' } },
     });
-    if (!loaded.ok) throw new Error(`${loaded.path}: ${loaded.message}`);
     const validator = new Validator({ haproxyBin: checker, cacheSize: 0 });
     subscription = controller(new BehaviorSubject<unknown>(loaded.config), {
       decode: () => loaded,
       graph: (config) =>
         controllerGraph(config, {
-          changes: () =>
-            new Observable<ResourceChange>((subscriber) => {
-              subscriber.next({ type: 'replace', resource: 'services', objects: [...objects.values()] });
-              subscriber.next({ type: 'synced', resource: 'services' });
-              return updates.subscribe(subscriber);
-            }),
+          changes: services.changes,
           endpoints$: new BehaviorSubject<readonly Endpoint[]>(endpoints),
           validator,
           deployTo: dataplaneDeployTo(targets.lookup),

@@ -5,16 +5,14 @@
  * that haproxy the whole time. A test breaks something, makes a change, removes the
  * fault, and reads what the client saw and how long the change took to go live.
  */
-import { chmod, mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { BehaviorSubject, Observable, Subject, type Subscription } from 'rxjs';
-import { loadControllerConfig } from '../../src/cli/load-config.ts';
+import { BehaviorSubject, type Subscription } from 'rxjs';
 import { controllerGraph } from '../../src/cli/wiring.ts';
 import { dataplaneDeployTo, DataplaneTargets } from '../../src/dataplane/deploy-to.ts';
 import type { ControllerEvent, Endpoint } from '../../src/events.ts';
 import { Validator } from '../../src/haproxy/validate.ts';
-import type { KubeObject, ResourceChange } from '../../src/k8s/resource.ts';
 import { logLine } from '../../src/observability/event-log.ts';
 import { type Observer, createObserver } from '../../src/observability/observer.ts';
 import { createLogger } from '../../src/observability/logger.ts';
@@ -22,32 +20,10 @@ import { controller } from '../../streams/controller.ts';
 import { type DataplaneDouble, startDataplaneDouble } from '../support/dataplane-double/index.ts';
 import { get, startEcho } from '../support/echo-backend.ts';
 import { freePort } from '../support/ports.ts';
+import { ServicesWatch, serviceRoutingConfig, wrapHaproxy } from '../support/service-graph.ts';
 import { until } from '../support/until.ts';
 
 const AUTH = { username: 'admin', password: 'adminpwd' };
-
-const MAIN = `global
-  maxconn 256
-defaults
-  mode http
-  timeout connect 1s
-  timeout client 5s
-  timeout server 5s
-frontend fe
-  bind 127.0.0.1:<%= values.port %>
-  use_backend %[req.hdr(host),field(1,:),lower,map(<%= h.mapPath('hosts.map') %>,be_none)]
-backend be_none
-  http-request return status 404
-<% for (const svc of resources.services.list()) { -%>
-backend <%= h.identifier('be', svc.metadata.name) %>
-  balance roundrobin
-  server s1 127.0.0.1:<%= svc.spec.ports[0].port %>
-<% } -%>
-`;
-const HOSTS = `<% for (const svc of resources.services.list().filter((s) => s.metadata.annotations?.host)) { -%>
-<%= h.mapKey(svc.metadata.annotations.host) %> <%= h.identifier('be', svc.metadata.name) %>
-<% } -%>
-`;
 
 export interface RigOptions {
   /** The graph's bound on one instance's deployment; default 10 s. */
@@ -75,8 +51,7 @@ export class FaultRig {
   readonly events: { at: number; event: ControllerEvent }[] = [];
   observer!: Observer;
   private readonly echoes: Awaited<ReturnType<typeof startEcho>>[] = [];
-  private readonly objects = new Map<string, KubeObject>();
-  private updates = new Subject<ResourceChange>();
+  private readonly services = new ServicesWatch();
   readonly endpoints$ = new BehaviorSubject<readonly Endpoint[]>([]);
   private targets!: DataplaneTargets;
   private subscription: Subscription | undefined;
@@ -99,37 +74,24 @@ export class FaultRig {
       this.echoPorts[name] = echo.port;
     }
     this.tmp = await mkdtemp(join(tmpdir(), 'haprx-faults-'));
-    let haproxyBin = 'haproxy';
-    if (options.validatorPrelude) {
-      haproxyBin = join(this.tmp, 'haproxy-check');
-      await writeFile(haproxyBin, `#!/bin/sh\n${options.validatorPrelude}\nexec haproxy "$@"\n`);
-      await chmod(haproxyBin, 0o755);
-    }
+    const haproxyBin = options.validatorPrelude ? await wrapHaproxy(join(this.tmp, 'haproxy-check'), options.validatorPrelude) : 'haproxy';
     this.double = await startDataplaneDouble({ reloadDelayMs: 50 });
     this.targets = new DataplaneTargets({ ...AUTH, reloadPollMs: 25, retryDelayMs: 50, ...(options.clientTimeoutMs !== undefined && { timeoutMs: options.clientTimeoutMs }) });
     this.observer = createObserver({ log: createLogger({ level: 'silent' }), defaultMetrics: false });
     this.setService('one', this.echoPorts.one!, 'app.test');
 
-    const loaded = loadControllerConfig({
-      watch: [{ name: 'services', apiVersion: 'v1', resource: 'services' }],
-      templates: { 'haproxy.cfg': MAIN, maps: { 'hosts.map': HOSTS } },
-      settings: { debounce: '50ms', debounceMaxWait: '200ms', minDeployInterval: '200ms', driftInterval: 0, deployTimeout: `${options.deployTimeoutMs ?? 10_000}ms` },
-      values: { port: this.httpPort },
-    });
-    if (!loaded.ok) throw new Error(`${loaded.path}: ${loaded.message}`);
+    const loaded = serviceRoutingConfig(
+      '<%= values.port %>',
+      { debounce: '50ms', debounceMaxWait: '200ms', minDeployInterval: '200ms', driftInterval: 0, deployTimeout: `${options.deployTimeoutMs ?? 10_000}ms` },
+      { port: this.httpPort },
+    );
     const validator = new Validator({ haproxyBin, timeoutMs: options.validateTimeoutMs ?? 10_000, cacheSize: 0 });
     const deployTo = dataplaneDeployTo(this.targets.lookup);
     this.subscription = controller(new BehaviorSubject<unknown>(loaded.config), {
       decode: () => loaded,
       graph: (config) =>
         controllerGraph(config, {
-          // Each subscription lists what is there, then follows the changes, as a watch does.
-          changes: () =>
-            new Observable<ResourceChange>((subscriber) => {
-              subscriber.next({ type: 'replace', resource: 'services', objects: [...this.objects.values()] });
-              subscriber.next({ type: 'synced', resource: 'services' });
-              return this.updates.subscribe(subscriber);
-            }),
+          changes: this.services.changes,
           endpoints$: this.endpoints$,
           validator,
           deployTo,
@@ -146,14 +108,7 @@ export class FaultRig {
 
   /** Creates or changes a Service; `host` routes that host to it. */
   setService(name: string, port: number, host?: string): void {
-    const object: KubeObject = {
-      apiVersion: 'v1',
-      kind: 'Service',
-      metadata: { name, namespace: 'demo', resourceVersion: String(Date.now() + Math.random()), ...(host && { annotations: { host } }) },
-      spec: { ports: [{ port }] },
-    };
-    this.objects.set(name, object);
-    this.updates.next({ type: 'upsert', resource: 'services', object });
+    this.services.set(name, port, host);
   }
 
   /** The change every fault test makes: app.test moves to a new backend (a reload, and a map entry). */
@@ -164,9 +119,7 @@ export class FaultRig {
 
   /** Makes the change source fail, as a watch that ends with an error. */
   failSource(err: Error): void {
-    const failing = this.updates;
-    this.updates = new Subject<ResourceChange>();
-    failing.error(err);
+    this.services.fail(err);
   }
 
   /**
