@@ -5,62 +5,33 @@
  * (`show proc`); requests then show the change took effect.
  */
 import assert from 'node:assert/strict';
-import { mkdtemp, rm, writeFile } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
-import { renderOnce } from '../../src/cli/render-once.ts';
-import { DataplaneTarget } from '../../src/dataplane/target.ts';
-import { type DataplaneDouble, startDataplaneDouble } from '../support/dataplane-double/index.ts';
-import { freePort } from '../support/ports.ts';
 import { gatewayYaml } from '../support/gateway-manifests.ts';
-import { send, serviceManifest, startEchoBackend } from '../templates/support.ts';
+import { send } from '../templates/support.ts';
+import { ReloadsRig } from './reloads-rig.ts';
 
-const ROOT = new URL('../..', import.meta.url).pathname;
-const AUTH = { username: 'admin', password: 'adminpwd' };
 const SERVICES = ['web', 'api', 'docs'] as const;
 type Service = (typeof SERVICES)[number];
 
 describe('HTTPRoute changes and reloads, through the Data Plane API double with the shipped templates', () => {
-  let dir: string;
-  let double: DataplaneDouble;
-  let target: DataplaneTarget;
-  let port: number;
-  const echo: Partial<Record<Service, Awaited<ReturnType<typeof startEchoBackend>>>> = {};
+  let rig: ReloadsRig<Service>;
   // The routes under test, by name, as YAML specs; "keeper" keeps every backend in use throughout.
   let routes: Record<string, string> = {};
 
   const manifests = () => {
-    const gateway = gatewayYaml({ name: 'gw', namespace: 'shop', listeners: [{ name: 'http', port, protocol: 'HTTP' }] });
+    // The listener is on the Ingress HTTP port: one frontend serves both.
+    const gateway = gatewayYaml({ name: 'gw', namespace: 'shop', listeners: [{ name: 'http', port: rig.port, protocol: 'HTTP' }] });
     const route = (name: string, spec: string) => `apiVersion: gateway.networking.k8s.io/v1\nkind: HTTPRoute\nmetadata: {name: ${name}, namespace: shop}\nspec:\n  parentRefs: [{name: gw}]\n${spec}`;
     const keeper = route('keeper', `  hostnames: [keeper.test]\n  rules:\n${SERVICES.map((s) => `    - {matches: [{path: {value: /${s}}}], backendRefs: [{name: ${s}, port: 80}]}`).join('\n')}\n`);
-    return [...SERVICES.map((name) => serviceManifest(name, echo[name]!.port)), gateway, keeper, ...Object.entries(routes).map(([name, spec]) => route(name, spec))].join('---\n');
+    return [...rig.services(), gateway, keeper, ...Object.entries(routes).map(([name, spec]) => route(name, spec))].join('---\n');
   };
 
-  /** Renders the current manifests, deploys them, and says how many reloads that took. */
-  const deploy = async () => {
-    await writeFile(join(dir, 'manifests.yaml'), manifests());
-    // The listener is on the Ingress HTTP port: one frontend serves both.
-    const rendered = await renderOnce(dir, join(ROOT, 'templates'), { bindAddress: '127.0.0.1', httpPort: port });
-    assert.ok(rendered.ok, rendered.ok ? '' : rendered.message);
-    const before = (await double.reloadCounts()).reloads;
-    const outcome = await target.deploy(rendered.config);
-    assert.ok(outcome.ok, outcome.error);
-    await double.reloadsSettled();
-    return { reloads: (await double.reloadCounts()).reloads - before, mode: outcome.detail?.mode, reasons: outcome.detail?.reasons ?? [] };
-  };
+  const deploy = () => rig.deploy(manifests());
   const runtimeOnly = { reloads: 0, mode: 'runtime', reasons: [] };
-  const who = async (host: string, path: string, headers?: Record<string, string>) => {
-    const reply = await send(port, { host, path, headers });
-    return reply.echo?.name ?? `status ${reply.status}`;
-  };
+  const who = (host: string, path: string, headers?: Record<string, string>) => rig.who(host, path, headers);
 
   before(async () => {
-    dir = await mkdtemp(join(tmpdir(), 'haprx-gateway-reloads-'));
-    port = await freePort();
-    for (const name of SERVICES) echo[name] = await startEchoBackend(name);
-    double = await startDataplaneDouble({ ...AUTH, reloadDelayMs: 50 });
-    target = new DataplaneTarget({ ...AUTH, baseUrl: double.url, reloadPollMs: 20 });
+    rig = await ReloadsRig.start('gateway-reloads', SERVICES);
     routes = {};
     const first = await deploy();
     assert.equal(first.reloads, 1, 'the first deployment reloads once');
@@ -68,10 +39,7 @@ describe('HTTPRoute changes and reloads, through the Data Plane API double with 
   });
 
   after(async () => {
-    await target?.close();
-    await double?.stop();
-    await Promise.all(Object.values(echo).map((e) => e.close()));
-    await rm(dir, { recursive: true, force: true });
+    await rig?.close();
   });
 
   it('an HTTPRoute added, with a hostname and a PathPrefix, to a backend in use: no reload', async () => {
@@ -149,7 +117,7 @@ describe('HTTPRoute changes and reloads, through the Data Plane API double with 
     routes.filtered = '  hostnames: [filtered.test]\n  rules: [{filters: [{type: RequestHeaderModifier, requestHeaderModifier: {set: [{name: x-f, value: "1"}]}}], backendRefs: [{name: web, port: 80}]}]\n';
     const result = await deploy();
     assert.equal(result.reloads, 1);
-    const reply = await send(port, { host: 'filtered.test', path: '/' });
+    const reply = await send(rig.port, { host: 'filtered.test', path: '/' });
     assert.equal(reply.echo?.headers['x-f'], '1');
   });
 });

@@ -5,18 +5,9 @@
  * (`show proc`); a request then shows the change took effect.
  */
 import assert from 'node:assert/strict';
-import { mkdtemp, rm, writeFile } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
-import { renderOnce } from '../../src/cli/render-once.ts';
-import { DataplaneTarget } from '../../src/dataplane/target.ts';
-import { type DataplaneDouble, startDataplaneDouble } from '../support/dataplane-double/index.ts';
-import { freePort } from '../support/ports.ts';
-import { send, serviceManifest, startEchoBackend } from '../templates/support.ts';
+import { ReloadsRig } from './reloads-rig.ts';
 
-const ROOT = new URL('../..', import.meta.url).pathname;
-const AUTH = { username: 'admin', password: 'adminpwd' };
 const SERVICES = ['web', 'api', 'docs', 'fresh'] as const;
 
 interface Path {
@@ -26,11 +17,7 @@ interface Path {
 }
 
 describe('Ingress changes and reloads, through the Data Plane API double with the shipped templates', () => {
-  let dir: string;
-  let double: DataplaneDouble;
-  let target: DataplaneTarget;
-  let port: number;
-  const echo: Partial<Record<(typeof SERVICES)[number], Awaited<ReturnType<typeof startEchoBackend>>>> = {};
+  let rig: ReloadsRig<(typeof SERVICES)[number]>;
   // The Ingress "routes"; "other" keeps the web, api and docs backends in use throughout.
   let rules: Record<string, Path[]> = {};
   /** Whether the other Ingress routes other.test/w to web. */
@@ -47,31 +34,14 @@ ${Object.entries(byHost)
   .map(([host, list]) => `    - host: ${host}\n      http:\n        paths:\n${paths(list)}`)
   .join('\n')}
 `;
-    return [...SERVICES.map((name) => serviceManifest(name, echo[name]!.port)), ingress('routes', rules), ingress('other', { 'other.test': [{ path: '/', type: 'Prefix', service: 'api' }, { path: '/d', type: 'Prefix', service: 'docs' }, ...(webInOther ? [{ path: '/w', type: 'Prefix' as const, service: 'web' as const }] : [])] })].join('---\n');
+    return [...rig.services(), ingress('routes', rules), ingress('other', { 'other.test': [{ path: '/', type: 'Prefix', service: 'api' }, { path: '/d', type: 'Prefix', service: 'docs' }, ...(webInOther ? [{ path: '/w', type: 'Prefix' as const, service: 'web' as const }] : [])] })].join('---\n');
   };
 
-  /** Renders the current manifests, deploys them, and says how many reloads that took. */
-  const deploy = async () => {
-    await writeFile(join(dir, 'manifests.yaml'), manifests());
-    const rendered = await renderOnce(dir, join(ROOT, 'templates'), { bindAddress: '127.0.0.1', httpPort: port });
-    assert.ok(rendered.ok, rendered.ok ? '' : rendered.message);
-    const before = (await double.reloadCounts()).reloads;
-    const outcome = await target.deploy(rendered.config);
-    assert.ok(outcome.ok, outcome.error);
-    await double.reloadsSettled();
-    return { reloads: (await double.reloadCounts()).reloads - before, mode: outcome.detail?.mode, reasons: outcome.detail?.reasons ?? [] };
-  };
-  const who = async (host: string, path: string) => {
-    const reply = await send(port, { host, path });
-    return reply.echo?.name ?? `status ${reply.status}`;
-  };
+  const deploy = () => rig.deploy(manifests());
+  const who = (host: string, path: string) => rig.who(host, path);
 
   before(async () => {
-    dir = await mkdtemp(join(tmpdir(), 'haprx-ingress-reloads-'));
-    port = await freePort();
-    for (const name of SERVICES) echo[name] = await startEchoBackend(name);
-    double = await startDataplaneDouble({ ...AUTH, reloadDelayMs: 50 });
-    target = new DataplaneTarget({ ...AUTH, baseUrl: double.url, reloadPollMs: 20 });
+    rig = await ReloadsRig.start('ingress-reloads', SERVICES);
     rules = { 'shop.test': [{ path: '/', type: 'Prefix', service: 'web' }] };
     const first = await deploy();
     assert.equal(first.reloads, 1, 'the first deployment reloads once');
@@ -79,10 +49,7 @@ ${Object.entries(byHost)
   });
 
   after(async () => {
-    await target?.close();
-    await double?.stop();
-    await Promise.all(Object.values(echo).map((e) => e.close()));
-    await rm(dir, { recursive: true, force: true });
+    await rig?.close();
   });
 
   it('a host added, with Prefix / to a backend in use: no reload', async () => {

@@ -7,19 +7,11 @@
  * an annotation is configuration, so adding, changing or removing one reloads once.
  */
 import assert from 'node:assert/strict';
-import { mkdtemp, rm, writeFile } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
-import { renderOnce } from '../../src/cli/render-once.ts';
-import { DataplaneTarget } from '../../src/dataplane/target.ts';
 import { type RunningServer, startServer } from '../../src/cli/fixture-servers.ts';
-import { type DataplaneDouble, startDataplaneDouble } from '../support/dataplane-double/index.ts';
-import { freePort } from '../support/ports.ts';
-import { send, serviceManifest, startEchoBackend } from '../templates/support.ts';
+import { send } from '../templates/support.ts';
+import { ReloadsRig } from './reloads-rig.ts';
 
-const ROOT = new URL('../..', import.meta.url).pathname;
-const AUTH = { username: 'admin', password: 'adminpwd' };
 const SERVICES = ['web', 'api', 'docs'] as const;
 
 interface Path {
@@ -34,11 +26,7 @@ interface Ingress {
 }
 
 describe('ingress-nginx Ingress changes and reloads, through the Data Plane API double with the shipped templates', () => {
-  let dir: string;
-  let double: DataplaneDouble;
-  let target: DataplaneTarget;
-  let port: number;
-  const echo: Partial<Record<(typeof SERVICES)[number], Awaited<ReturnType<typeof startEchoBackend>>>> = {};
+  let rig: ReloadsRig<(typeof SERVICES)[number]>;
   const ingresses: Record<string, Ingress> = {};
   let auth: RunningServer | undefined;
   const reloads: Record<string, number> = {};
@@ -57,32 +45,16 @@ ${Object.entries(i.hosts)
   .map(([host, list]) => `    - host: ${host}\n      http:\n        paths:\n${list.map((p) => `          - {path: ${JSON.stringify(p.path)}, pathType: ${p.type}, backend: {service: {name: ${p.service}, port: {number: 80}}}}`).join('\n')}`)
   .join('\n')}
 `;
-    return [...SERVICES.map((name) => serviceManifest(name, echo[name]!.port)), ...Object.entries(ingresses).map(([name, i]) => ingress(name, i))].join('---\n');
+    return [...rig.services(), ...Object.entries(ingresses).map(([name, i]) => ingress(name, i))].join('---\n');
   };
 
   /** Renders the current manifests, deploys them, and says how many reloads that took. */
-  const deploy = async () => {
-    await writeFile(join(dir, 'manifests.yaml'), manifests());
-    const rendered = await renderOnce(dir, join(ROOT, 'templates'), { bindAddress: '127.0.0.1', httpPort: port, ingressNginx: true });
-    assert.ok(rendered.ok, rendered.ok ? '' : rendered.message);
-    const before = (await double.reloadCounts()).reloads;
-    const outcome = await target.deploy(rendered.config);
-    assert.ok(outcome.ok, outcome.error);
-    await double.reloadsSettled();
-    return (await double.reloadCounts()).reloads - before;
-  };
-  const reply = (host: string, path: string, headers?: Record<string, string>) => send(port, { host, path, ...(headers && { headers }) });
-  const who = async (host: string, path: string, headers?: Record<string, string>) => {
-    const r = await reply(host, path, headers);
-    return r.echo?.name ?? `status ${r.status}`;
-  };
+  const deploy = async () => (await rig.deploy(manifests())).reloads;
+  const reply = (host: string, path: string, headers?: Record<string, string>) => send(rig.port, { host, path, ...(headers && { headers }) });
+  const who = (host: string, path: string, headers?: Record<string, string>) => rig.who(host, path, headers);
 
   before(async () => {
-    dir = await mkdtemp(join(tmpdir(), 'haprx-nginx-reloads-'));
-    port = await freePort();
-    for (const name of SERVICES) echo[name] = await startEchoBackend(name);
-    double = await startDataplaneDouble({ ...AUTH, reloadDelayMs: 50 });
-    target = new DataplaneTarget({ ...AUTH, baseUrl: double.url, reloadPollMs: 20 });
+    rig = await ReloadsRig.start('nginx-reloads', SERVICES, { ingressNginx: true });
     // Every Service already has a backend of an ingress-nginx Ingress without annotations.
     ingresses['routes'] = { annotations: {}, hosts: { 'shop.test': [{ path: '/', type: 'Prefix', service: 'web' }] } };
     ingresses['keep'] = { annotations: {}, hosts: { 'keep.test': [{ path: '/a', type: 'Prefix', service: 'api' }, { path: '/d', type: 'Prefix', service: 'docs' }, { path: '/w', type: 'Prefix', service: 'web' }] } };
@@ -92,11 +64,8 @@ ${Object.entries(i.hosts)
 
   after(async (t) => {
     t.diagnostic(`reloads: ${JSON.stringify(reloads)}`);
-    await target?.close();
-    await double?.stop();
-    await Promise.all(Object.values(echo).map((e) => e.close()));
+    await rig?.close();
     await auth?.close();
-    await rm(dir, { recursive: true, force: true });
   });
 
   const count = async (what: string) => (reloads[what] = await deploy());
