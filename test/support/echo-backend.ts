@@ -1,5 +1,5 @@
 import { type Server, createServer } from 'node:http';
-import { request } from 'node:http';
+import { type TextReply, getText } from './fetch-text.ts';
 
 /** An HTTP server on 127.0.0.1 that answers every request with its own name. */
 export async function startEcho(name: string): Promise<{ port: number; server: Server; close(): Promise<void> }> {
@@ -15,16 +15,6 @@ export async function startEcho(name: string): Promise<{ port: number; server: S
 }
 
 /** One GET through haproxy; resolves with status and body, never rejects on HTTP errors. */
-export function get(port: number, path = '/', host = 'localhost'): Promise<{ status: number; body: string }> {
-  return new Promise((resolve, reject) => {
-    const req = request({ host: '127.0.0.1', port, path, headers: { host }, agent: false }, (res) => {
-      let body = '';
-      res.setEncoding('utf8');
-      res.on('data', (c: string) => (body += c));
-      res.on('end', () => resolve({ status: res.statusCode ?? 0, body }));
-    });
-    req.setTimeout(5_000, () => req.destroy(new Error('request timed out')));
-    req.on('error', reject);
-    req.end();
-  });
+export function get(port: number, path = '/', host = 'localhost'): Promise<TextReply> {
+  return getText('127.0.0.1', port, path, { host });
 }

@@ -1,9 +1,14 @@
 import { request } from 'node:http';
 
-/** GET on 127.0.0.1 (or another address of this host); never rejects on an HTTP status. */
-export function fetchText(port: number, path: string, host = '127.0.0.1'): Promise<{ status: number; body: string }> {
+export interface TextReply {
+  status: number;
+  body: string;
+}
+
+/** One GET to `address`:`port`, bounded by 5 s; never rejects on an HTTP status. */
+export function getText(address: string, port: number, path: string, headers?: Record<string, string>): Promise<TextReply> {
   return new Promise((resolve, reject) => {
-    const req = request({ host, port, path, agent: false }, (res) => {
+    const req = request({ host: address, port, path, ...(headers && { headers }), agent: false }, (res) => {
       let body = '';
       res.setEncoding('utf8');
       res.on('data', (c: string) => (body += c));
@@ -13,4 +18,9 @@ export function fetchText(port: number, path: string, host = '127.0.0.1'): Promi
     req.on('error', reject);
     req.end();
   });
+}
+
+/** GET on 127.0.0.1 (or another address of this host); never rejects on an HTTP status. */
+export function fetchText(port: number, path: string, host = '127.0.0.1'): Promise<TextReply> {
+  return getText(host, port, path);
 }
