@@ -5,25 +5,25 @@
 // they ran; the timeline is asserted, one frame per virtual millisecond with events.
 //
 // Inputs (changes, endpoints, leadership), as recorded:
-//        8ms  leader     false
-//      133ms  endpoints  [haproxy-0, haproxy-1]
-//      148ms  change     replace services
-//      148ms  change     synced services
-//      164ms  leader     true
-//      246ms  endpoints  [haproxy-0, haproxy-1, haproxy-2]
-//      297ms  endpoints  [haproxy-0, haproxy-1]
+//        0ms  leader     false
+//       34ms  endpoints  [haproxy-0, haproxy-1]
+//       50ms  change     replace services
+//       53ms  change     synced services
+//       65ms  leader     true
+//      179ms  endpoints  [haproxy-0, haproxy-1, haproxy-2]
+//      230ms  endpoints  [haproxy-0, haproxy-1]
+//      230ms  change     upsert services Service apps/web
+//      245ms  endpoints  [haproxy-0, haproxy-1, haproxy-2]
+//      246ms  change     upsert services Service apps/web
+//      260ms  endpoints  [haproxy-0, haproxy-1]
+//      261ms  change     upsert services Service apps/web
+//      278ms  endpoints  [haproxy-0, haproxy-1, haproxy-2]
+//      279ms  change     upsert services Service apps/web
+//      296ms  endpoints  [haproxy-0, haproxy-1]
 //      297ms  change     upsert services Service apps/web
-//      312ms  endpoints  [haproxy-0, haproxy-1, haproxy-2]
-//      313ms  change     upsert services Service apps/web
-//      329ms  endpoints  [haproxy-0, haproxy-1]
-//      329ms  change     upsert services Service apps/web
-//      345ms  endpoints  [haproxy-0, haproxy-1, haproxy-2]
-//      345ms  change     upsert services Service apps/web
-//      360ms  endpoints  [haproxy-0, haproxy-1]
-//      361ms  change     upsert services Service apps/web
-//      376ms  endpoints  [haproxy-0, haproxy-1, haproxy-2]
-//      377ms  change     upsert services Service apps/web
-//      393ms  change     upsert services Service apps/shop
+//      311ms  endpoints  [haproxy-0, haproxy-1, haproxy-2]
+//      312ms  change     upsert services Service apps/web
+//      326ms  change     upsert services Service apps/shop
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import { describe, it } from 'node:test';
@@ -40,7 +40,7 @@ if (!parsed.ok) throw parsed.error;
 const recording = parsed.recording;
 
 /** One frame of the diagram per virtual millisecond that had events. */
-const EXPECTED = '148ms a 79ms b 3ms c 6ms d e 43ms f 6ms g 5ms h 2ms i 34ms j 6ms k l 43ms m 6ms n 3ms o 1ms p 36ms q 9ms r 4255ms s 6ms t';
+const EXPECTED = '53ms a 105ms b 1ms c 6ms d 2ms e 43ms f 5ms g 8ms h 3ms i 32ms j 8ms k l 44ms m 5ms n 1ms o 2ms p q 39ms r 4ms s t 4545ms u 6ms v';
 const FRAMES: Record<string, string[]> = {
   a: [
     'ReconcileTriggered  seq=1 reason=config changes=0',
@@ -98,21 +98,25 @@ const FRAMES: Record<string, string[]> = {
   ],
   p: [
     'Rendered  seq=3 hash=2ce791271898 warnings=0',
-    'Validated  seq=3 hash=2ce791271898',
   ],
   q: [
-    'DeploymentStarted  id=5 seq=3 reason=change hash=2ce791271898 endpoints=haproxy-0,haproxy-1,haproxy-2',
+    'Validated  seq=3 hash=2ce791271898',
   ],
   r: [
+    'DeploymentStarted  id=5 seq=3 reason=change hash=2ce791271898 endpoints=haproxy-0,haproxy-1,haproxy-2',
+  ],
+  s: [
     'InstanceDeployed  id=5 endpoint=haproxy-0 reloaded=true runtimeOps=0',
+  ],
+  t: [
     'InstanceDeployFailed  id=5 endpoint=haproxy-1 error="reload failed: haproxy exited with status 1"',
     'InstanceDeployed  id=5 endpoint=haproxy-2 reloaded=true runtimeOps=0',
     'DeploymentCompleted  id=5 ok=2 failed=1 diffFiles=1',
   ],
-  s: [
+  u: [
     'DeploymentStarted  id=6 seq=3 reason=retry hash=2ce791271898 endpoints=haproxy-1',
   ],
-  t: [
+  v: [
     'InstanceDeployed  id=6 endpoint=haproxy-1 reloaded=true runtimeOps=0',
     'DeploymentCompleted  id=6 ok=1 failed=0 diffFiles=1',
   ],
@@ -132,7 +136,7 @@ describe('recorded incident incident.jsonl', () => {
         // The events of one virtual millisecond, together: they close when that millisecond is over.
         connect((events$) => events$.pipe(buffer(events$.pipe(debounceTime(0))))),
       );
-      expectObservable(timeline$, '^ 4815ms !').toBe(EXPECTED, FRAMES);
+      expectObservable(timeline$, '^ 5045ms !').toBe(EXPECTED, FRAMES);
     });
     assert.deepEqual(divergences, DIVERGENCES);
   });

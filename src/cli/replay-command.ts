@@ -40,7 +40,7 @@ export function recordedTimeline(recording: Recording): TimelineEntry[] {
   return recording.entries.flatMap((e) => (e.k === 'event' ? [{ at: e.t, event: { type: e.type, fields: e.fields } }] : []));
 }
 
-/** Where two timelines first differ in what happened (times aside), or undefined when they agree. */
+/** Where two timelines first differ (an event, or its time), or undefined when they agree. */
 export function firstDifference(recorded: readonly TimelineEntry[], replayed: readonly TimelineEntry[]): string | undefined {
   const n = Math.max(recorded.length, replayed.length);
   for (let i = 0; i < n; i++) {
@@ -48,7 +48,7 @@ export function firstDifference(recorded: readonly TimelineEntry[], replayed: re
     const b = replayed[i];
     const ta = a && timelineText(a.event);
     const tb = b && timelineText(b.event);
-    if (ta !== tb) return `event ${i + 1}: recorded ${a ? `at ${a.at}ms: ${ta}` : 'nothing'}; replayed ${b ? `at ${b.at}ms: ${tb}` : 'nothing'}`;
+    if (ta !== tb || a?.at !== b?.at) return `event ${i + 1}: recorded ${a ? `at ${a.at}ms: ${ta}` : 'nothing'}; replayed ${b ? `at ${b.at}ms: ${tb}` : 'nothing'}`;
   }
   return undefined;
 }

@@ -1,5 +1,5 @@
 import { parse as parsePath, format as formatPath } from 'node:path';
-import { BehaviorSubject, type Observable, defer, finalize, switchMap, tap } from 'rxjs';
+import { BehaviorSubject, Observable, type Subscription, defer, finalize, switchMap, tap } from 'rxjs';
 import type { ControllerEvent } from '../events.ts';
 import type { GraphDeps, GraphSettings } from '../../streams/graph.ts';
 import { type RecordingLog, RecordingSession, recordedDeps } from './recorder.ts';
@@ -65,10 +65,16 @@ export class RecordingControl {
           const session = this.session;
           if (!session?.claim()) return graph(settings, deps);
           session.begin(settings, deps);
-          return graph(settings, recordedDeps(deps, session)).pipe(
+          const recorded$ = graph(settings, recordedDeps(deps, session)).pipe(
             tap((event) => session.event(event)),
             finalize(() => session.end('the graph stopped (a new controller configuration, or haprx stopping)')),
           );
+          // The subscription is the recording's first happening: what it sets off is at 0, as in a replay.
+          return new Observable<ControllerEvent>((subscriber) => {
+            let subscription: Subscription | undefined;
+            session.during(0, () => (subscription = recorded$.subscribe(subscriber)));
+            return subscription;
+          });
         }),
       ),
     );

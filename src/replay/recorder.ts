@@ -38,6 +38,7 @@ export class RecordingSession {
   private t0 = 0;
   private last = 0;
   private state: 'idle' | 'recording' | 'ended' = 'idle';
+  private happening: number | undefined;
   private readonly configs = new Set<string>();
   private readonly clock: () => number;
   private readonly maxPending: number;
@@ -103,32 +104,62 @@ export class RecordingSession {
     this.options.log('info', `recording to ${this.options.file} stopped: ${reason}`);
   }
 
+  /**
+   * Milliseconds since the recording began: while the graph handles something that
+   * happened (a notification, a timer's run), the time it happened, so that what the
+   * graph reads of the clock, and the times of its events, are those a replay sees.
+   */
   now(): number {
+    if (this.happening !== undefined) return this.happening;
     // The wall clock may step back; a recording's times never do.
     this.last = Math.max(this.last, this.clock() - this.t0);
     return this.last;
+  }
+
+  /** The graph's clock: the recording's time, on the wall clock's scale. */
+  clockNow(): number {
+    return this.t0 + this.now();
+  }
+
+  /** Runs what the graph does about a happening written at `t` (undefined: none written) at that time. */
+  during(t: number | undefined, handle: () => void): void {
+    // A happening inside another (an answer given during a subscription) keeps the outer one's time.
+    if (t === undefined || this.happening !== undefined || !this.active) return handle();
+    this.happening = t;
+    try {
+      handle();
+    } finally {
+      this.happening = undefined;
+    }
   }
 
   subscribe(dep: StreamDep, n: number, key?: string): void {
     this.entry(() => ({ t: this.now(), k: 'subscribe', dep, n, ...(key !== undefined && { key }) }));
   }
 
-  notify(dep: StreamDep, n: number, kind: 'next' | 'error' | 'complete', sync: boolean, payload?: unknown): void {
+  /** Writes a notification; its time, unless nothing was written. */
+  notify(dep: StreamDep, n: number, kind: 'next' | 'error' | 'complete', sync: boolean, payload?: unknown): number | undefined {
+    let at: number | undefined;
     this.entry(() => {
       const t = this.now();
+      at = t;
       const base = { t, dep, n, ...(sync && { sync: true as const }) };
       if (kind === 'next') return { ...base, k: 'next', v: payload ?? null };
       if (kind === 'error') return { ...base, k: 'error', message: errorMessage(payload) };
       return { ...base, k: 'complete' };
     });
+    return this.active ? at : undefined;
   }
 
   value(dep: ValueDep, n: number, v: unknown): void {
     this.entry(() => ({ t: this.now(), k: 'value', dep, n, v: v ?? null }));
   }
 
-  tick(n: number): void {
-    this.entry(() => ({ t: this.now(), k: 'tick', n }));
+  /** Writes a run of the scheduler's n-th action; its time, unless nothing was written. */
+  tick(n: number): number | undefined {
+    const t = this.now();
+    this.entry(() => ({ t, k: 'tick', n }));
+    return this.active ? t : undefined;
   }
 
   event(event: ControllerEvent): void {
@@ -203,19 +234,10 @@ export function recordedDeps(deps: GraphDeps, session: RecordingSession): GraphD
       session.subscribe(dep, n, key);
       let sync = true;
       const subscription = source.subscribe({
-        next: (v) => {
-          // Scrubbing copies the value: only while recording.
-          if (session.active) session.notify(dep, n, 'next', sync, write(v));
-          subscriber.next(v);
-        },
-        error: (err: unknown) => {
-          session.notify(dep, n, 'error', sync, err);
-          subscriber.error(err);
-        },
-        complete: () => {
-          session.notify(dep, n, 'complete', sync);
-          subscriber.complete();
-        },
+        // Scrubbing copies the value: only while recording.
+        next: (v) => session.during(session.active ? session.notify(dep, n, 'next', sync, write(v)) : undefined, () => subscriber.next(v)),
+        error: (err: unknown) => session.during(session.notify(dep, n, 'error', sync, err), () => subscriber.error(err)),
+        complete: () => session.during(session.notify(dep, n, 'complete', sync), () => subscriber.complete()),
       });
       sync = false;
       return subscription;
@@ -255,14 +277,13 @@ export function recordedDeps(deps: GraphDeps, session: RecordingSession): GraphD
 function recordingScheduler(scheduler: SchedulerLike, session: RecordingSession): SchedulerLike {
   let count = 0;
   return {
-    now: () => scheduler.now(),
+    now: () => (session.active ? session.clockNow() : scheduler.now()),
     schedule<T>(work: (this: SchedulerAction<T>, state?: T) => void, delay?: number, state?: T): Subscription {
       const n = ++count;
       // A repeating action reschedules itself, and so runs this again: each run is a tick.
       return scheduler.schedule(
         function (this: SchedulerAction<T>, s?: T) {
-          session.tick(n);
-          work.call(this, s);
+          session.during(session.tick(n), () => work.call(this, s));
         },
         delay,
         state,

@@ -10,7 +10,7 @@ import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { Observable, Subject, map, of, timer } from 'rxjs';
 import { DEFAULT_SETTINGS } from '../../src/config/controller-config.ts';
-import type { ControllerEvent, Endpoint, InstanceOutcome } from '../../src/events.ts';
+import type { CanaryCheck, ControllerEvent, Endpoint, InstanceOutcome } from '../../src/events.ts';
 import type { ResourceChange } from '../../src/k8s/resource.ts';
 import { RecordingControl } from '../../src/replay/control.ts';
 import { parseRecording } from '../../src/replay/format.ts';
@@ -138,7 +138,7 @@ describe('recording', () => {
         ),
       canary: {
         // The configuration with "api" in it fails its canary's checks.
-        check: (_endpoint, config) => timer(3).pipe(map(() => (config.main.includes('api') ? { ok: false, problems: ['probe: 503'] } : { ok: true }) as const)),
+        check: (_endpoint, config) => timer(3).pipe(map((): CanaryCheck => (config.main.includes('api') ? { ok: false, problems: ['probe: 503'] } : { ok: true }))),
         reloads: (from, to) => from.hash !== to.hash,
         running: (endpoint) => running.get(endpoint.id),
       },
