@@ -48,10 +48,10 @@ describe('haprx local --record (real haproxy)', () => {
 
     haprx.signal('SIGUSR2');
     await haprx.until('the recording stopped', () => haprx.logs.find((l) => l.msg === `recording to ${recordingFile} stopped: stopped at runtime`));
+    const before = deployments();
     haprx.signal('SIGUSR2');
     const second = recordingFile.replace(/\.jsonl$/, '-2.jsonl');
     await haprx.until('a second recording', () => haprx.logs.find((l) => l.msg.startsWith(`recording the graph's inputs to ${second}`)));
-    const before = deployments();
     await haprx.until('the rebuilt graph deployed', () => (deployments() > before ? true : undefined));
     await writeFile(join(haprx.manifests, 'a.yaml'), `${manifest.service('a')}---\n${manifest.slice('a', 'a', haprx.echo.e1!.port)}`);
     await haprx.until('a deployment in the second recording', () => (deployments() > before + 1 ? true : undefined));
