@@ -13,6 +13,7 @@ import { DEFAULT_SETTINGS } from '../../src/config/controller-config.ts';
 import type { CanaryCheck, ControllerEvent, Endpoint, InstanceOutcome } from '../../src/events.ts';
 import type { ResourceChange } from '../../src/k8s/resource.ts';
 import { RecordingControl } from '../../src/replay/control.ts';
+import { RecordingSession } from '../../src/replay/recorder.ts';
 import { parseRecording } from '../../src/replay/format.ts';
 import { type RenderedConfig, sealRendered } from '../../src/templating/rendered.ts';
 import { type GraphDeps, type GraphSettings, graph } from '../../streams/graph.ts';
@@ -178,6 +179,22 @@ describe('recording', () => {
     assert.equal(events.filter((e) => e.type === 'DeploymentCompleted').length >= 2, true);
     // What was recorded replays as far as it goes.
     assert.ok(replayRecording(recorded).timeline.length > 0);
+  });
+
+  it('stops rather than hold memory when the disk falls behind, and the file ends readable', async () => {
+    const file = join(dir, 'behind.jsonl');
+    const logged: Logged[] = [];
+    const session = new RecordingSession({ file, maxBytes: 1024 * 1024, maxPendingBytes: 2048, scrub: (s) => s, log: (level, message) => logged.push({ level, message }) });
+    session.begin(settings, world().deps);
+    // Written in one go, faster than any disk: the stream's buffer passes its bound.
+    for (let i = 0; i < 200; i++) session.event({ type: 'SourceProblem', source: `file-${i}.yaml`, message: 'x'.repeat(100) });
+    assert.equal(session.active, false);
+    await session.closed;
+    const recorded = await load(file);
+    const end = recorded.entries.at(-1)!;
+    assert.ok(end.k === 'end' && end.reason === 'the disk fell behind', JSON.stringify(end));
+    assert.ok(recorded.entries.length < 200);
+    assert.ok(logged.some((l) => l.level === 'warn' && /fell behind the disk/.test(l.message)));
   });
 
   it('logs a file it cannot write, and the graph goes on unrecorded', async () => {
