@@ -87,9 +87,11 @@ Options:
   --marble-test OUT       also write a marble test (node:test, RxJS TestScheduler) that
                           replays this recording and asserts this timeline
 
-Exit status: 0 when the replay's events are the recorded ones, 1 when they differ
-or the graph asked for an input the recording does not hold, 2 on a usage error or
-a recording that cannot be read (the message names the file and line).
+Exit status: 0 when the replay's events are the recorded ones, at the same times;
+1 when they differ or the replay diverged from the recording (the graph asked for
+an input it does not hold, or a timer was due far from when the recorded one ran);
+2 on a usage error or a recording that cannot be read (the message names the file
+and line).
 `,
   async run(argv) {
     let parsed;
