@@ -24,7 +24,7 @@ COPY templates ./templates
 ENV NODE_ENV=production TMPDIR=/tmp
 # The V8 heap cap, as a share of the container's memory limit (Node.js reads the
 # cgroup limit; without one, of the machine's memory), for each of the two threads.
-ENV NODE_OPTIONS="--max-old-space-size-percentage=25 --max-semi-space-size=4"
+ENV NODE_OPTIONS="--max-old-space-size-percentage=35 --max-semi-space-size=4"
 USER node
 EXPOSE 8080 9090
 ENTRYPOINT ["node", "dist/src/cli/main.js", "run"]
