@@ -16,29 +16,66 @@ function fromName(section: Section): string | undefined {
   return i >= 0 ? section.header.args[i + 1] : undefined;
 }
 
-/** Each section's defaults chain, found in one pass over a configuration's sections. */
-const chains = new WeakMap<HaproxyConfig, Map<Section, Section[]>>();
+/**
+ * Where a configuration's defaults sections stand: the first one of each name, and the
+ * positions of all of them, by section index. Found in one pass, once per configuration,
+ * and shared by a configuration derived by editing section bodies (the fast path's),
+ * whose sections keep their order and headers: a plan over a few backends of a large
+ * configuration then costs what those backends cost.
+ */
+interface DefaultsLayout {
+  named: Map<string, number>;
+  positions: number[];
+}
 
-function chainsOf(config: HaproxyConfig): Map<Section, Section[]> {
-  let found = chains.get(config);
-  if (found) return found;
-  found = new Map();
-  const named = new Map<string, Section>();
-  for (const s of config.sections) if (s.type === 'defaults' && !named.has(s.name)) named.set(s.name, s);
-  let lastDefaults: Section | undefined;
-  for (const section of config.sections) {
-    const chain: Section[] = [];
-    const from = fromName(section);
-    let current = from !== undefined ? named.get(from) : section.type !== 'defaults' ? lastDefaults : undefined;
-    while (current && !chain.includes(current)) {
-      chain.unshift(current);
-      const parent = fromName(current);
-      current = parent === undefined ? undefined : named.get(parent);
-    }
-    found.set(section, chain);
-    if (section.type === 'defaults') lastDefaults = section;
+const layouts = new WeakMap<HaproxyConfig, DefaultsLayout>();
+
+function layoutOf(config: HaproxyConfig): DefaultsLayout {
+  let layout = layouts.get(config);
+  if (layout) return layout;
+  layout = { named: new Map(), positions: [] };
+  config.sections.forEach((s, i) => {
+    if (s.type !== 'defaults') return;
+    layout!.positions.push(i);
+    if (!layout!.named.has(s.name)) layout!.named.set(s.name, i);
+  });
+  layouts.set(config, layout);
+  return layout;
+}
+
+/** `next` has `base`'s sections in the same order with the same headers (only bodies edited): it shares the defaults layout. */
+export function sameSectionLayout(next: HaproxyConfig, base: HaproxyConfig): void {
+  const layout = layouts.get(base);
+  if (layout && next.sections.length === base.sections.length) layouts.set(next, layout);
+}
+
+/** The index of a section of `config`, found by its offset (sections are in text order). */
+function indexOfSection(config: HaproxyConfig, section: Section): number {
+  const { sections } = config;
+  let lo = 0;
+  let hi = sections.length - 1;
+  while (lo <= hi) {
+    const mid = (lo + hi) >> 1;
+    const at = sections[mid]!;
+    if (at === section) return mid;
+    if (at.offset < section.offset) lo = mid + 1;
+    else hi = mid - 1;
   }
-  chains.set(config, found);
+  return sections.indexOf(section);
+}
+
+/** The last defaults position before section `index`, if any. */
+function defaultsBefore(positions: readonly number[], index: number): number | undefined {
+  let lo = 0;
+  let hi = positions.length - 1;
+  let found: number | undefined;
+  while (lo <= hi) {
+    const mid = (lo + hi) >> 1;
+    if (positions[mid]! < index) {
+      found = positions[mid];
+      lo = mid + 1;
+    } else hi = mid - 1;
+  }
   return found;
 }
 
@@ -46,11 +83,20 @@ function chainsOf(config: HaproxyConfig): Map<Section, Section[]> {
  * The defaults sections a section inherits from, outermost first. A proxy
  * takes the defaults section its header names with `from`, otherwise the last
  * defaults section before it; a defaults section only inherits through `from`
- * (each one starts afresh otherwise). Found for every section at once, so a
- * plan over many backends stays linear.
+ * (each one starts afresh otherwise).
  */
 export function defaultsChain(config: HaproxyConfig, section: Section): Section[] {
-  return chainsOf(config).get(section) ?? [];
+  const { named, positions } = layoutOf(config);
+  const byIndex = (i: number | undefined) => (i === undefined ? undefined : config.sections[i]);
+  const from = fromName(section);
+  let current = from !== undefined ? byIndex(named.get(from)) : section.type !== 'defaults' ? byIndex(defaultsBefore(positions, indexOfSection(config, section))) : undefined;
+  const chain: Section[] = [];
+  while (current && !chain.includes(current)) {
+    chain.unshift(current);
+    const parent = fromName(current);
+    current = parent === undefined ? undefined : byIndex(named.get(parent));
+  }
+  return chain;
 }
 
 /** The last line with a keyword in the section, else in the nearest defaults section that has one. */

@@ -37,7 +37,7 @@
 import type { ConfigLine, HaproxyConfig, Section } from './config.ts';
 import { type TextEdit, editConfig, parseConfig } from './config.ts';
 import type { RenderedConfig } from '../templating/rendered.ts';
-import { compareStrings, diffLines, lineKey, sectionLabel } from './plan-config.ts';
+import { compareStrings, diffLines, lineKey, sameSectionLayout, sectionLabel } from './plan-config.ts';
 import { planMap } from './plan-maps.ts';
 import { DRAIN_MARKER, collectServers, planServers, runningFacts } from './plan-servers.ts';
 import type { Plan, RuntimeOp, ServerAddOp, ServerDelOp, ServerRef, ServerStateOp } from './plan-types.ts';
@@ -225,6 +225,7 @@ function planSections(pairs: readonly { was: Section; is: Section }[], prevConfi
 export function planEdits(previous: RenderedConfig, next: RenderedConfig, edits: readonly TextEdit[]): Plan {
   const prevConfig = configOf(previous);
   const nextConfig = editConfig(prevConfig, edits);
+  sameSectionLayout(nextConfig, prevConfig);
   parsed.set(next, nextConfig);
   const touched = new Set<number>();
   for (const edit of edits) touched.add(sectionAt(prevConfig, edit.start));
