@@ -10,6 +10,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { stringify } from 'yaml';
 import type { KubeObject } from '../src/k8s/resource.ts';
+import { stopLeftHaproxy } from '../src/local/haproxy-process.ts';
 import { cliCommand, parseShowProc } from '../src/local/master-cli.ts';
 import { promisify } from 'node:util';
 
@@ -76,6 +77,9 @@ export function startLocal(options: LocalRunOptions): LocalRun {
         child.kill('SIGTERM');
         await Promise.race([gone, sleep(15_000).then(() => child.kill('SIGKILL'))]);
       }
+      // A haprx killed or dead leaves its haproxy running, sharing the ports (SO_REUSEPORT)
+      // with the next run's: that one's changes would seem not to be served.
+      await stopLeftHaproxy(options.stateDir);
     },
   };
   child.once('exit', (code, signal) => {

@@ -200,18 +200,28 @@ export class HaproxyProcess {
 
   /** A haproxy left behind by a previous run that was killed would hold the ports. */
   private async killStale(): Promise<void> {
-    const pid = Number((await readFile(join(this.options.stateDir, 'haproxy.pid'), 'utf8').catch(() => '')).trim());
-    if (!Number.isInteger(pid) || pid <= 0) return;
-    try {
-      const cmdline = await readFile(`/proc/${pid}/cmdline`, 'utf8');
-      if (!cmdline.includes(this.masterSocket)) return;
-      process.kill(pid, 'SIGTERM');
-      for (let i = 0; i < 100; i++) {
-        await sleep(50);
-        process.kill(pid, 0);
-      }
-    } catch {
-      // Gone, or never ours.
+    await stopLeftHaproxy(this.options.stateDir);
+  }
+}
+
+/**
+ * Stops the haproxy master that a haprx killed without its clean stop left running
+ * from this state folder (its pid file names it; it is only ours if its command line
+ * names this folder's master socket). haproxy binds with SO_REUSEPORT: left running,
+ * it would share the ports with the next haproxy and answer with its old configuration.
+ */
+export async function stopLeftHaproxy(stateDir: string): Promise<void> {
+  const pid = Number((await readFile(join(stateDir, 'haproxy.pid'), 'utf8').catch(() => '')).trim());
+  if (!Number.isInteger(pid) || pid <= 0) return;
+  try {
+    const cmdline = await readFile(`/proc/${pid}/cmdline`, 'utf8');
+    if (!cmdline.includes(join(stateDir, 'master.sock'))) return;
+    process.kill(pid, 'SIGTERM');
+    for (let i = 0; i < 100; i++) {
+      await sleep(50);
+      process.kill(pid, 0);
     }
+  } catch {
+    // Gone, or never ours.
   }
 }

@@ -9,6 +9,7 @@ import { cp, mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { Agent, request } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { stopLeftHaproxy } from '../../src/local/haproxy-process.ts';
 import { cliCommand, parseShowProc } from '../../src/local/master-cli.ts';
 import { get, startEcho } from './echo-backend.ts';
 import { freePort } from './ports.ts';
@@ -140,6 +141,8 @@ export class LocalHaprx {
       await new Promise((r) => child.once('exit', r));
     }
     await Promise.all(Object.values(this.echo).map((e) => e.close()));
+    // A haprx that died without its clean stop leaves its haproxy serving the ports.
+    if (this.stateDir) await stopLeftHaproxy(this.stateDir);
     if (this.dir) await rm(this.dir, { recursive: true, force: true });
   }
 
