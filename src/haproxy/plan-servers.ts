@@ -203,7 +203,8 @@ export function planServers(
     else {
       const agent = (decl.effective?.settings ?? []).some((g) => g[0] === 'agent-check');
       const id = idOf(decl);
-      (id !== undefined && takenIds.has(id) ? plan.earlyDels : plan.dels).push({ kind: 'server-del', backend, server: name, agent });
+      const settings = decl.effective ? { settings: flat(decl.effective.settings) } : {};
+      (id !== undefined && takenIds.has(id) ? plan.earlyDels : plan.dels).push({ kind: 'server-del', backend, server: name, agent, ...settings });
     }
   }
 

@@ -50,6 +50,13 @@ export interface ServerDelOp extends ServerRef {
   kind: 'server-del';
   /** The agent must be stopped first, or it may bring the server back out of maintenance. */
   agent: boolean;
+  /**
+   * The server's settings other than state and weight, as `add server` words (see
+   * ServerAddOp.args); undefined when they could not be read. A server whose deletion
+   * waits for its connections can be taken back into rotation by a later add with the
+   * same settings, instead of being added again.
+   */
+  settings?: string[];
 }
 
 /**

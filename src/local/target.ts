@@ -2,6 +2,7 @@ import { mkdir } from 'node:fs/promises';
 import type { InstanceOutcome } from '../events.ts';
 import { type Plan, type RuntimeOp, planDeployment } from '../haproxy/plan.ts';
 import { parsePreparedVersion, prepareMapCommand, replySucceeded, runtimeCommands } from '../haproxy/runtime-commands.ts';
+import { readdOps } from '../haproxy/server-readd.ts';
 import type { RenderedConfig } from '../templating/rendered.ts';
 import { HaproxyProcess, type HaproxyProcessOptions } from './haproxy-process.ts';
 import { writeStateFiles } from './state-files.ts';
@@ -40,8 +41,9 @@ export class LocalTarget {
    * `del server` commands haproxy refused because connections were still attached
    * (an idle keep-alive, a request in flight). The server is in maintenance and takes
    * no new traffic, so instead of reloading the deletion is retried until it goes.
+   * Wanted again meanwhile, it is taken back into rotation (server-readd.ts).
    */
-  private readonly pendingDeletes = new Map<string, { command: string; attempts: number }>();
+  private readonly pendingDeletes = new Map<string, { command: string; attempts: number; settings: string[] | undefined }>();
   private retryTimer: NodeJS.Timeout | undefined;
   /** Set while haproxy is down after stopping on its own: since when, and why. */
   private down: { since: number; cause: string } | undefined;
@@ -176,7 +178,9 @@ export class LocalTarget {
    * in order afterwards: commands after a failed one still run, which is harmless,
    * since a failure falls back to a reload of the new files.
    */
-  private async runtime(ops: readonly RuntimeOp[]): Promise<string | undefined> {
+  private async runtime(planned: readonly RuntimeOp[]): Promise<string | undefined> {
+    const ops = await this.takeBack(planned);
+    if (typeof ops === 'string') return ops;
     const mapVersions = new Map<RuntimeOp, number>();
     for (const op of ops) {
       if (op.kind === 'map-replace') {
@@ -185,11 +189,6 @@ export class LocalTarget {
         const version = parsePreparedVersion(reply);
         if (version === undefined) return `prepare map ${op.ref} failed: ${reply.trim()}`;
         mapVersions.set(op, version);
-      }
-      if (op.kind === 'server-add' && this.pendingDeletes.has(`${op.backend}/${op.server}`)) {
-        // The name is still taken by a server waiting to be deleted.
-        await this.retryDeletes();
-        if (this.pendingDeletes.has(`${op.backend}/${op.server}`)) return `server ${op.backend}/${op.server} is still being deleted`;
       }
     }
     const sent = ops.flatMap((op) =>
@@ -207,7 +206,7 @@ export class LocalTarget {
         continue;
       }
       if (op.kind === 'server-del' && command.startsWith('del server ') && STILL_CONNECTED.test(reply)) {
-        this.pendingDeletes.set(`${op.backend}/${op.server}`, { command, attempts: 0 });
+        this.pendingDeletes.set(`${op.backend}/${op.server}`, { command, attempts: 0, settings: op.settings });
         this.scheduleRetry();
       } else if (!replySucceeded(command, reply)) {
         failure = `runtime command "${command.split(' ').slice(0, 3).join(' ')}" failed: ${reply.trim() || 'no answer'}`;
@@ -217,6 +216,30 @@ export class LocalTarget {
       if (sent[i + 1]?.op !== op) this.step('runtime', `${op.kind} ${'backend' in op ? `${op.backend}/${op.server}` : op.map}`);
     }
     return failure;
+  }
+
+  /**
+   * The operations with each add of a server whose name is still taken by one waiting
+   * to be deleted replaced: by nothing when it went meanwhile, else by taking that one
+   * back; or why it can be neither.
+   */
+  private async takeBack(planned: readonly RuntimeOp[]): Promise<RuntimeOp[] | string> {
+    const ops: RuntimeOp[] = [];
+    for (const op of planned) {
+      const key = op.kind === 'server-add' ? `${op.backend}/${op.server}` : '';
+      if (op.kind === 'server-add' && this.pendingDeletes.has(key)) await this.retryDeletes();
+      const pending = this.pendingDeletes.get(key);
+      if (op.kind !== 'server-add' || !pending) {
+        ops.push(op);
+        continue;
+      }
+      const readd = readdOps(pending, op);
+      if ('reason' in readd) return `server ${key} is still being deleted (${readd.reason})`;
+      // No longer pending before anything is sent, so that no later retry deletes it.
+      this.pendingDeletes.delete(key);
+      ops.push(...readd.ops);
+    }
+    return ops;
   }
 
   /** haproxy stopped on its own: say so, and restart it with the configuration it last took. */

@@ -82,7 +82,7 @@ describe('planDeployment: servers at runtime', () => {
 
   it('removes a server', () => {
     const next = rendered({ servers: s('server s2 10.0.0.2:80') });
-    assert.deepEqual(runtimeOps(planDeployment(rendered(), next)), [{ kind: 'server-del', backend: 'be_web', server: 's1', agent: false }]);
+    assert.deepEqual(runtimeOps(planDeployment(rendered(), next)), [{ kind: 'server-del', backend: 'be_web', server: 's1', agent: false, settings: [] }]);
   });
 
   it('re-addresses a server (address and port)', () => {

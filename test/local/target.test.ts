@@ -157,4 +157,49 @@ describe('LocalTarget deleting a busy server (real haproxy)', () => {
     assert.doesNotMatch(await target.haproxy.runtime('show servers state be_s'), new RegExp(`s${slowPort} `));
     assert.equal((await target.haproxy.showProc()).reloads, reloadsBefore);
   });
+
+  it('takes back a server whose deletion still waits when it is wanted again: no reload, traffic reaches it, it is not deleted later', async () => {
+    const dir = await mkdtemp(join(tmpdir(), 'haprx-target-readd-'));
+    const port = await freePort();
+    // /slow answers after 1.5 s, so a request is in flight during the deletion; the rest at once.
+    const slow = createServer((req, res) => (req.url === '/slow' ? setTimeout(() => res.end('slow\n'), 1_500) : res.end('fast\n')));
+    await new Promise<void>((r) => slow.listen(0, '127.0.0.1', r));
+    const slowPort = (slow.address() as { port: number }).port;
+    const target = new LocalTarget({ bin: 'haproxy', stateDir: dir });
+    after(async () => {
+      await target.stop();
+      slow.closeAllConnections();
+      await new Promise((r) => slow.close(r));
+      await rm(dir, { recursive: true, force: true });
+    });
+    const wanted = config(port, { be_s: [slowPort] }, { 's.test': 'be_s' });
+    await target.deploy(wanted);
+    const reloadsBefore = (await target.haproxy.showProc()).reloads;
+
+    const inFlight = get(port, '/slow', 's.test');
+    await new Promise((r) => setTimeout(r, 300));
+    assert.deepEqual(await target.deploy(config(port, { be_s: [] }, { 's.test': 'be_s' })), { ok: true, reloaded: false, runtimeOps: 1 });
+    assert.deepEqual(target.deletionsPending, [`be_s/s${slowPort}`], 'the deletion waits for the request');
+    assert.equal((await get(port, '/', 's.test')).status, 503);
+
+    const outcome = await target.deploy(wanted);
+    assert.deepEqual(outcome, { ok: true, reloaded: false, runtimeOps: 1 });
+    assert.deepEqual(target.deletionsPending, [], 'the deletion is called off');
+    assert.deepEqual(await get(port, '/', 's.test'), { status: 200, body: 'fast\n' }, 'traffic reaches it again');
+    assert.deepEqual(await inFlight, { status: 200, body: 'slow\n' }, 'the request in flight completes');
+
+    // Past the time a deletion retry would have fired once its connections closed.
+    await new Promise((r) => setTimeout(r, 2_500));
+    assert.match(await target.haproxy.runtime('show servers state be_s'), new RegExp(`s${slowPort} `), 'the server is still there');
+    assert.deepEqual(await get(port, '/', 's.test'), { status: 200, body: 'fast\n' });
+    assert.equal((await target.haproxy.showProc()).reloads, reloadsBefore, 'haproxy never reloaded');
+
+    // Gone for good, it is deleted for real.
+    assert.deepEqual(await target.deploy(config(port, { be_s: [] }, { 's.test': 'be_s' })), { ok: true, reloaded: false, runtimeOps: 1 });
+    const deadline = Date.now() + 20_000;
+    while (target.deletionsPending.length > 0 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 100));
+    assert.deepEqual(target.deletionsPending, []);
+    assert.doesNotMatch(await target.haproxy.runtime('show servers state be_s'), new RegExp(`s${slowPort} `), 'no server is left in maintenance');
+    assert.equal((await target.haproxy.showProc()).reloads, reloadsBefore);
+  });
 });
