@@ -28,6 +28,7 @@ import type { CanaryCheck, InstanceOutcome } from '../events.ts';
 import { type ReferencingFile, referencingFiles, rewriteFileRefs } from '../haproxy/aux-file-refs.ts';
 import { rewriteAuxRefs } from '../haproxy/aux-refs.ts';
 import { type Plan, type RuntimeOp, planDeployment } from '../haproxy/plan.ts';
+import { readdOps } from '../haproxy/server-readd.ts';
 import { type RenderedConfig, auxPath } from '../templating/rendered.ts';
 import { CanaryChecker } from './canary-check.ts';
 import { DataplaneClient, type DataplaneClientOptions, DataplaneError, type ApiInfo, atLeast } from './client.ts';
@@ -135,7 +136,8 @@ export class DataplaneTarget {
   private readonly prefix: string;
   private state: Deployed | undefined;
   private queue: Promise<unknown> = Promise.resolve();
-  private readonly pendingDeletes = new Map<string, { backend: string; server: string; attempts: number }>();
+  /** Servers whose deletion waits for their connections; wanted again meanwhile, they are taken back (server-readd.ts). */
+  private readonly pendingDeletes = new Map<string, { backend: string; server: string; attempts: number; settings: string[] | undefined }>();
   private retryTimer: NodeJS.Timeout | undefined;
   private closed = false;
   private checker: CanaryChecker | undefined;
@@ -286,8 +288,11 @@ export class DataplaneTarget {
     ctx: Ctx,
   ): Promise<{ ok: true } | { ok: false; reasons: string[]; refetch?: boolean }> {
     const placements = previous.placements;
-    const translation = translateOps(ops, {
-      serverPutFields: atLeast(info, 3, 3, 1),
+    const serverPutFields = atLeast(info, 3, 3, 1);
+    const taken = await this.takeBack(ops, serverPutFields, ctx.signal);
+    if ('reason' in taken) return { ok: false, reasons: [taken.reason] };
+    const translation = translateOps(taken.ops, {
+      serverPutFields,
       mapName: (name) => {
         const p = placements.get(placementKey('maps', name));
         return p?.storage === 'maps' ? p.stored : undefined;
@@ -295,12 +300,8 @@ export class DataplaneTarget {
       resolvePath: (ref) => placements.get(placementKey(ref.kind, ref.name))?.path,
     });
     if (!translation.ok) return { ok: false, reasons: translation.reasons };
-    for (const call of translation.calls) {
-      if (call.kind !== 'server-add' || !this.pendingDeletes.has(`${call.backend}/${call.server}`)) continue;
-      // The name is still taken by a server waiting to be deleted.
-      await this.retryDeletes(ctx.signal);
-      if (this.pendingDeletes.has(`${call.backend}/${call.server}`)) return { ok: false, reasons: [`server ${call.backend}/${call.server} is still being deleted`] };
-    }
+    // No longer pending before anything is sent, so that no later retry deletes them.
+    for (const key of taken.cancelled) this.pendingDeletes.delete(key);
     const referencing = referencingFiles(config);
     const named = Object.keys(config.maps).find((name) => referencing.has(auxPath('maps', name)) && previous.config.maps[name] !== config.maps[name]);
     if (named !== undefined) return { ok: false, reasons: [`map ${named} names other files: it is rewritten and uploaded, with a reload`] };
@@ -551,6 +552,36 @@ export class DataplaneTarget {
     }
   }
 
+  /**
+   * The operations with each add of a server whose name is still taken by one waiting
+   * to be deleted replaced: by nothing when it went meanwhile, else by taking that one
+   * back (runtime server PUTs, which keep their order from API 3.3.1 on), whose pending
+   * deletion the caller calls off; or why it can be neither.
+   */
+  private async takeBack(
+    planned: readonly RuntimeOp[],
+    serverPutFields: boolean,
+    signal: AbortSignal | undefined,
+  ): Promise<{ ops: RuntimeOp[]; cancelled: string[] } | { reason: string }> {
+    const ops: RuntimeOp[] = [];
+    const cancelled: string[] = [];
+    for (const op of planned) {
+      const key = op.kind === 'server-add' ? `${op.backend}/${op.server}` : '';
+      if (op.kind === 'server-add' && this.pendingDeletes.has(key)) await this.retryDeletes(signal);
+      const pending = this.pendingDeletes.get(key);
+      if (op.kind !== 'server-add' || !pending) {
+        ops.push(op);
+        continue;
+      }
+      // Before 3.3.1 address and weight go as runtime actions after every call, so after the server is let in.
+      const readd = serverPutFields ? readdOps(pending, op) : { reason: 'the API sets address and weight after the state before 3.3.1' };
+      if ('reason' in readd) return { reason: `server ${key} is still being deleted (${readd.reason})` };
+      cancelled.push(key);
+      ops.push(...readd.ops);
+    }
+    return { ops, cancelled };
+  }
+
   private async fetchVersion(ctx: Ctx): Promise<number> {
     const res = await this.client.request('GET', '/services/haproxy/configuration/version', { signal: ctx.signal });
     const version = Number(res.text.trim());
@@ -582,7 +613,8 @@ export class DataplaneTarget {
           if (err instanceof DataplaneError && err.status === 404) return;
           if (!(err instanceof DataplaneError) || !STILL_CONNECTED.test(err.apiMessage ?? '')) throw err;
           // In maintenance already, so it takes no new traffic: delete it once its connections are gone.
-          this.pendingDeletes.set(`${call.backend}/${call.server}`, { backend: call.backend, server: call.server, attempts: 0 });
+          const settings = call.op.kind === 'server-del' ? call.op.settings : undefined;
+          this.pendingDeletes.set(`${call.backend}/${call.server}`, { backend: call.backend, server: call.server, attempts: 0, settings });
           this.scheduleRetry();
         }
         ctx.detail.ops.servers++;

@@ -344,6 +344,45 @@ describe('DataplaneTarget deleting a busy server (double, real haproxy)', () => 
     assert.doesNotMatch(await double.haproxy.runtime('show servers state be_s'), / slow /);
     assert.equal((await double.reloadCounts()).reloads, before);
   });
+
+  it('takes back a server whose deletion still waits when it is wanted again, at its new address, without a reload', async () => {
+    const port = await freePort();
+    const slow = createHttpServer((_req, res) => setTimeout(() => res.end('slow\n'), 1_500));
+    await new Promise<void>((r) => slow.listen(0, '127.0.0.1', r));
+    const slowPort = (slow.address() as { port: number }).port;
+    const moved = await startEcho('moved');
+    const double = await startDataplaneDouble({ reloadDelayMs: 20 });
+    const target = new DataplaneTarget({ baseUrl: double.url, ...AUTH, reloadPollMs: 20, deleteRetryMs: 200 });
+    after(async () => {
+      await target.close();
+      await double.stop();
+      await moved.close();
+      slow.closeAllConnections();
+      await new Promise((r) => slow.close(r));
+    });
+    const hosts = { 's.test': 'be_s' };
+    assert.equal((await target.deploy(routingConfig(port, { be_s: [{ name: 'ep', port: slowPort }] }, hosts))).ok, true);
+    await double.reloadsSettled();
+    const before = (await double.reloadCounts()).reloads;
+
+    const inFlight = get(port, '/', 's.test');
+    await new Promise((r) => setTimeout(r, 300));
+    assert.equal((await target.deploy(routingConfig(port, { be_s: [] }, hosts))).ok, true);
+    assert.deepEqual(target.deletionsPending, ['be_s/ep'], 'the deletion waits for the request');
+
+    const outcome = await target.deploy(routingConfig(port, { be_s: [{ name: 'ep', port: moved.port }] }, hosts));
+    assert.deepEqual({ ok: outcome.ok, reloaded: outcome.reloaded, mode: outcome.detail?.mode }, { ok: true, reloaded: false, mode: 'runtime' });
+    assert.deepEqual(target.deletionsPending, [], 'the deletion is called off');
+    assert.deepEqual(await get(port, '/', 's.test'), { status: 200, body: 'moved\n' }, 'traffic reaches it at its new address');
+    assert.deepEqual(await inFlight, { status: 200, body: 'slow\n' }, 'the request in flight completes');
+
+    // Several retry intervals after its connections closed: a retry left over would have deleted it.
+    await new Promise((r) => setTimeout(r, 1_000));
+    assert.deepEqual(await get(port, '/', 's.test'), { status: 200, body: 'moved\n' });
+    assert.match(await double.haproxy.runtime('show servers state be_s'), / ep /);
+    await double.reloadsSettled();
+    assert.equal((await double.reloadCounts()).reloads, before, 'no reload');
+  });
 });
 
 describe('DataplaneTarget against an API before 3.3.1 (double)', () => {
