@@ -5,6 +5,7 @@
  * hanging).
  */
 import { type ChildProcess, execFile, spawn } from 'node:child_process';
+import { createInterface } from 'node:readline';
 import { cp, mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -85,16 +86,11 @@ export function startLocal(options: LocalRunOptions): LocalRun {
   child.once('exit', (code, signal) => {
     run.exited = signal ? `was killed by ${signal}` : `exited with code ${code}`;
   });
-  let partial = '';
-  child.stdout!.setEncoding('utf8').on('data', (chunk: string) => {
-    const lines = (partial + chunk).split('\n');
-    partial = lines.pop() ?? '';
-    for (const line of lines) {
-      if (!line.startsWith('{')) continue;
-      const record = JSON.parse(line) as { msg: string; reloaded?: boolean };
-      if (process.env.BENCH_LOG) process.stderr.write(`${line}\n`);
-      if (record.msg.startsWith('deployed to local')) run.deployments.push({ at: performance.now(), reloaded: record.reloaded === true });
-    }
+  createInterface({ input: child.stdout!, crlfDelay: Infinity }).on('line', (line) => {
+    if (!line.startsWith('{')) return;
+    const record = JSON.parse(line) as { msg: string; reloaded?: boolean };
+    if (process.env.BENCH_LOG) process.stderr.write(`${line}\n`);
+    if (record.msg.startsWith('deployed to local')) run.deployments.push({ at: performance.now(), reloaded: record.reloaded === true });
   });
   return run;
 }

@@ -4,6 +4,7 @@
  */
 import assert from 'node:assert/strict';
 import { type ChildProcess, spawn } from 'node:child_process';
+import { createInterface } from 'node:readline';
 import { cp, mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -87,11 +88,8 @@ describe('haprx local (e2e)', () => {
       ['bin/haprx.js', 'local', manifests, '--templates', templates, '--state-dir', stateDir, '--set', `httpPort=${port}`, '--set', 'bindAddress=127.0.0.1', '--health-port', '0', '--debug-port', '0', '--metrics-port', '0'],
       { cwd: ROOT, stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, HAPRX_LOG_LEVEL: 'debug' } },
     );
-    let partial = '';
-    haprx.stdout!.setEncoding('utf8').on('data', (chunk: string) => {
-      const lines = (partial + chunk).split('\n');
-      partial = lines.pop() ?? '';
-      for (const line of lines) if (line.startsWith('{')) logs.push(JSON.parse(line) as LogRecord);
+    createInterface({ input: haprx.stdout!, crlfDelay: Infinity }).on('line', (line) => {
+      if (line.startsWith('{')) logs.push(JSON.parse(line) as LogRecord);
     });
     haprx.stderr!.setEncoding('utf8').on('data', (chunk: string) => logs.push({ msg: `stderr: ${chunk}`, level: 50 }));
     await until('the first deployment', () => deployments()[0]);

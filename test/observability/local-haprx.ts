@@ -1,5 +1,6 @@
 /** `haprx local` as a child process with its health, debug and metrics ports, for the observability tests. */
 import { type ChildProcess, spawn } from 'node:child_process';
+import { createInterface } from 'node:readline';
 import { freePort } from '../support/ports.ts';
 
 const ROOT = new URL('../..', import.meta.url).pathname;
@@ -27,14 +28,7 @@ export async function startLocal(args: string[], env: NodeJS.ProcessEnv = {}): P
     env: { ...process.env, HAPRX_LOG_LEVEL: 'debug', ...env },
   });
   const output: string[] = [];
-  for (const stream of [child.stdout!, child.stderr!]) {
-    let partial = '';
-    stream.setEncoding('utf8').on('data', (chunk: string) => {
-      const lines = (partial + chunk).split('\n');
-      partial = lines.pop() ?? '';
-      output.push(...lines);
-    });
-  }
+  for (const stream of [child.stdout!, child.stderr!]) createInterface({ input: stream, crlfDelay: Infinity }).on('line', (line) => output.push(line));
   return {
     child,
     healthPort,

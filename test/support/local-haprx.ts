@@ -7,6 +7,7 @@
 import { type ChildProcess, spawn } from 'node:child_process';
 import { cp, mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { Agent, request } from 'node:http';
+import { createInterface } from 'node:readline';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { stopLeftHaproxy } from '../../src/local/haproxy-process.ts';
@@ -106,17 +107,12 @@ export class LocalHaprx {
     const child = spawn(process.execPath, args, { cwd: ROOT, stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, HAPRX_LOG_LEVEL: 'debug' } });
     this.child = child;
     child.once('exit', (code) => (this.exitCode = code));
-    let partial = '';
-    child.stdout!.setEncoding('utf8').on('data', (chunk: string) => {
-      const lines = (partial + chunk).split('\n');
-      partial = lines.pop() ?? '';
-      for (const line of lines) {
-        if (!line.startsWith('{')) continue;
-        try {
-          this.logs.push(JSON.parse(line) as LogRecord);
-        } catch {
-          this.logs.push({ msg: line, level: 30 });
-        }
+    createInterface({ input: child.stdout!, crlfDelay: Infinity }).on('line', (line) => {
+      if (!line.startsWith('{')) return;
+      try {
+        this.logs.push(JSON.parse(line) as LogRecord);
+      } catch {
+        this.logs.push({ msg: line, level: 30 });
       }
     });
     child.stderr!.setEncoding('utf8').on('data', (chunk: string) => this.logs.push({ msg: `stderr: ${chunk}`, level: 50 }));

@@ -5,6 +5,7 @@
  */
 import assert from 'node:assert/strict';
 import { type ChildProcess, spawn } from 'node:child_process';
+import { createInterface } from 'node:readline';
 import { mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { Agent } from 'node:http';
 import { tmpdir } from 'node:os';
@@ -251,11 +252,8 @@ describe('routing through the shipped templates (haprx local, real haproxy)', ()
       stdio: ['ignore', 'pipe', 'pipe'],
       env: { ...process.env, HAPRX_LOG_LEVEL: 'debug' },
     });
-    let partial = '';
-    haprx.stdout!.setEncoding('utf8').on('data', (chunk: string) => {
-      const lines = (partial + chunk).split('\n');
-      partial = lines.pop() ?? '';
-      for (const line of lines) if (line.startsWith('{')) logs.push(JSON.parse(line) as LogRecord);
+    createInterface({ input: haprx.stdout!, crlfDelay: Infinity }).on('line', (line) => {
+      if (line.startsWith('{')) logs.push(JSON.parse(line) as LogRecord);
     });
     haprx.stderr!.setEncoding('utf8').on('data', (chunk: string) => logs.push({ msg: `stderr: ${chunk}`, level: 50 }));
     await until('the first deployment', () => deployments()[0], 20_000, recent);
