@@ -125,21 +125,30 @@ describe('LocalTarget (real haproxy)', () => {
   });
 });
 
+/**
+ * A LocalTarget on a state folder of its own, and a backend that answers the requests
+ * `slow` picks after 1.5 s (the rest at once), all stopped after the test.
+ */
+async function busyRig(prefix: string, slow: (path: string | undefined) => boolean) {
+  const dir = await mkdtemp(join(tmpdir(), prefix));
+  const port = await freePort();
+  const backend = createServer((req, res) => (slow(req.url) ? setTimeout(() => res.end('slow\n'), 1_500) : res.end('fast\n')));
+  await new Promise<void>((r) => backend.listen(0, '127.0.0.1', r));
+  const slowPort = (backend.address() as { port: number }).port;
+  const target = new LocalTarget({ bin: 'haproxy', stateDir: dir });
+  after(async () => {
+    await target.stop();
+    backend.closeAllConnections();
+    await new Promise((r) => backend.close(r));
+    await rm(dir, { recursive: true, force: true });
+  });
+  return { port, slowPort, target };
+}
+
 describe('LocalTarget deleting a busy server (real haproxy)', () => {
   it('does not reload: the server leaves rotation at once and is deleted when its request ends', async () => {
-    const dir = await mkdtemp(join(tmpdir(), 'haprx-target-busy-'));
-    const port = await freePort();
     // A backend that answers after 1.5 s, so a request is in flight during the deletion.
-    const slow = createServer((_req, res) => setTimeout(() => res.end('slow\n'), 1_500));
-    await new Promise<void>((r) => slow.listen(0, '127.0.0.1', r));
-    const slowPort = (slow.address() as { port: number }).port;
-    const target = new LocalTarget({ bin: 'haproxy', stateDir: dir });
-    after(async () => {
-      await target.stop();
-      slow.closeAllConnections();
-      await new Promise((r) => slow.close(r));
-      await rm(dir, { recursive: true, force: true });
-    });
+    const { port, slowPort, target } = await busyRig('haprx-target-busy-', () => true);
     await target.deploy(config(port, { be_s: [slowPort] }, { 's.test': 'be_s' }));
     const reloadsBefore = (await target.haproxy.showProc()).reloads;
 
@@ -159,19 +168,8 @@ describe('LocalTarget deleting a busy server (real haproxy)', () => {
   });
 
   it('takes back a server whose deletion still waits when it is wanted again: no reload, traffic reaches it, it is not deleted later', async () => {
-    const dir = await mkdtemp(join(tmpdir(), 'haprx-target-readd-'));
-    const port = await freePort();
     // /slow answers after 1.5 s, so a request is in flight during the deletion; the rest at once.
-    const slow = createServer((req, res) => (req.url === '/slow' ? setTimeout(() => res.end('slow\n'), 1_500) : res.end('fast\n')));
-    await new Promise<void>((r) => slow.listen(0, '127.0.0.1', r));
-    const slowPort = (slow.address() as { port: number }).port;
-    const target = new LocalTarget({ bin: 'haproxy', stateDir: dir });
-    after(async () => {
-      await target.stop();
-      slow.closeAllConnections();
-      await new Promise((r) => slow.close(r));
-      await rm(dir, { recursive: true, force: true });
-    });
+    const { port, slowPort, target } = await busyRig('haprx-target-readd-', (path) => path === '/slow');
     const wanted = config(port, { be_s: [slowPort] }, { 's.test': 'be_s' });
     await target.deploy(wanted);
     const reloadsBefore = (await target.haproxy.showProc()).reloads;
