@@ -22,7 +22,7 @@ import { loadavg } from 'node:os';
 import { join } from 'node:path';
 import { get, startEcho } from '../test/support/echo-backend.ts';
 import { freePort } from '../test/support/ports.ts';
-import { startHealthProbe } from './health-probe.ts';
+import { type HealthFigures, startHealthProbe } from './health-probe.ts';
 import { haproxyReferences, type LocalRun, sleep, startLocal, tempDir, until, writeChunks } from './local-run.ts';
 import { heapCap } from './heap-cap.ts';
 import { syntheticCluster } from './synthetic.ts';
@@ -50,7 +50,8 @@ spec:
   rules: [{host: ${host}, http: {paths: [{path: /, pathType: Prefix, backend: {service: {name: ${to}, port: {number: 80}}}}]}}]
 `;
 
-interface ModeResult {
+/** One kind of change at one size, as bench/results/latency.json holds it. */
+export interface ModeResult {
   change: string;
   n: number;
   p50Ms: number;
@@ -64,6 +65,16 @@ interface ModeResult {
    * here; the bucket bounds p50 and p99 fall in.
    */
   propagation: { n: number; p50AtMostMs: number; p99AtMostMs: number };
+}
+
+/** One size, as bench/results/latency.json holds it (bench/summary.ts reads it). */
+export interface LatencyResult {
+  ingresses: number;
+  modes: ModeResult[];
+  haproxyCheckMs: number;
+  reloadMs: number;
+  healthz: HealthFigures;
+  loadAverage?: string;
 }
 
 /** haprx_propagation_seconds buckets, summed over paths: upper bound in ms → cumulative count. */
@@ -88,7 +99,7 @@ function propagationFigures(before: Map<number, number>, after: Map<number, numb
 
 const echoes = [await startEcho('blue'), await startEcho('green')];
 const cap = await heapCap();
-const results: Record<string, unknown>[] = [];
+const results: LatencyResult[] = [];
 let failed: unknown;
 
 for (const size of SIZES) {
@@ -168,7 +179,7 @@ for (const size of SIZES) {
 }
 
 const table: Record<string, Record<string, string>> = {};
-for (const r of results as { ingresses: number; modes: ModeResult[]; haproxyCheckMs: number; reloadMs: number; healthz: { maxMs: number } }[]) {
+for (const r of results) {
   const column: Record<string, string> = {};
   for (const m of r.modes) {
     column[`${m.change}, p50 / p99 (reloads)`] = `${m.p50Ms} / ${m.p99Ms} ms (${m.reloads})`;

@@ -9,27 +9,12 @@
  */
 import { readFile, writeFile } from 'node:fs/promises';
 import { loadavg } from 'node:os';
+import type { LatencyResult, ModeResult } from './endpoint-latency.ts';
 import type { HealthFigures } from './health-probe.ts';
 import type { ScaleResult } from './scale.ts';
 
 const results = new URL('./results/', import.meta.url);
 
-interface LatencyMode {
-  change: string;
-  n: number;
-  p50Ms: number;
-  p99Ms: number;
-  maxMs: number;
-  reloads: number;
-}
-interface LatencyResult {
-  ingresses: number;
-  modes: LatencyMode[];
-  haproxyCheckMs: number;
-  reloadMs: number;
-  healthz: HealthFigures;
-  loadAverage?: string;
-}
 export interface DiesResult {
   exitCode: number | null;
   seconds: number;
@@ -65,7 +50,7 @@ export function targetRows(latency: LatencyResult[] | undefined, scale: ScaleRes
   const notMeasured = (metric: string, target: string, command: string) => rows.push({ metric, target, measured: 'not measured', met: undefined, command });
   const mode = (size: number, prefix: string) => latency?.find((r) => r.ingresses === size)?.modes.find((m) => m.change.startsWith(prefix));
   const at = (size: number) => latency?.find((r) => r.ingresses === size);
-  const shown = (m: LatencyMode) => `p99 ${m.p99Ms} ms (p50 ${m.p50Ms} ms, n = ${m.n}, ${m.reloads} reloads)`;
+  const shown = (m: ModeResult) => `p99 ${m.p99Ms} ms (p50 ${m.p50Ms} ms, n = ${m.n}, ${m.reloads} reloads)`;
 
   for (const [size, limit] of [[1_000, 25], [10_000, 50]] as const) {
     const m = mode(size, 'endpoint');
