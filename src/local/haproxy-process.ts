@@ -54,7 +54,8 @@ export class HaproxyProcess {
 
   async start(): Promise<void> {
     this.closeSession();
-    await this.killStale();
+    // A haproxy left behind by a previous run that was killed would hold the ports.
+    await stopLeftHaproxy(this.options.stateDir);
     await rm(this.masterSocket, { force: true });
     // Only what this process prints explains why it did not start.
     const mark = this.outputSeq;
@@ -196,11 +197,6 @@ export class HaproxyProcess {
     const how = signal ? `was killed by ${signal}` : `exited with code ${code}`;
     const said = this.alerts(this.readyMark).split('\n').filter(Boolean).slice(-2).join('; ');
     return `haproxy master (pid ${pid ?? '?'}) ${how}${said ? `: ${said}` : ''}`;
-  }
-
-  /** A haproxy left behind by a previous run that was killed would hold the ports. */
-  private async killStale(): Promise<void> {
-    await stopLeftHaproxy(this.options.stateDir);
   }
 }
 
