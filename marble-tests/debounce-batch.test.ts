@@ -83,6 +83,29 @@ describe('debounceBatch', () => {
       });
     });
 
+    it('puts the values that arrive in the same turn as the first into its batch, still at once', () => {
+      marbles().run(({ cold, expectObservable }) => {
+        // a, b and c come together (one file's objects): one batch at once, not a then bc 500 ms later.
+        const source = cold('(abc) 999ms d');
+        expectObservable(source.pipe(debounceBatch(leading), map((batch) => batch.join('')))).toBe('x 1003ms d', { x: 'abc', d: 'd' });
+      });
+    });
+
+    it('debounces a value one frame after the first, as before', () => {
+      marbles().run(({ cold, expectObservable }) => {
+        const source = cold('ab 999ms c');
+        expectObservable(source.pipe(debounceBatch(leading), map((batch) => batch.join('')))).toBe('a 500ms b 499ms c');
+      });
+    });
+
+    it('closes the leading batch at an immediate value, and when the source ends in the same turn', () => {
+      marbles().run(({ cold, expectObservable }) => {
+        const closing = { ...leading, immediate: (v: string) => v === 'z' };
+        expectObservable(cold('(azb) 999ms c').pipe(debounceBatch(closing), map((batch) => batch.join('')))).toBe('x 499ms y 503ms c', { x: 'az', y: 'b', c: 'c' });
+        expectObservable(cold('(ab|)').pipe(debounceBatch(leading), map((batch) => batch.join('')))).toBe('(x|)', { x: 'ab' });
+      });
+    });
+
     it('takes a lone change at once each time it comes alone', () => {
       marbles().run(({ cold, expectObservable }) => {
         const source = cold('a 599ms b 599ms c');

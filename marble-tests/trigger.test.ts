@@ -50,6 +50,21 @@ describe('trigger', () => {
     });
   });
 
+  it('reconciles the objects that arrive together after a quiet period (one file, one watch batch) at once, in one batch', () => {
+    marbles().run(({ cold, expectObservable }) => {
+      // A new backend: its Service, EndpointSlice and Ingress come in one turn.
+      const changes = cold<ResourceChange>('s 999ms (abc) 99ms d', {
+        s: synced('services'),
+        a: upsert('services', 'web', '1'),
+        b: upsert('endpointslices', 'web-1', '1'),
+        c: upsert('ingresses', 'web', '1'),
+        d: upsert('services', 'd', '1'),
+      });
+      // (abc)@1000: one reconcile at once with all three; d@1104 follows it: debounced to 1604.
+      expectObservable(trigger(changes, ['services'], options).pipe(label)).toBe('s 999ms x 603ms d', { s: '1:config:0', x: '2:resources:3', d: '3:resources:1' });
+    });
+  });
+
   it('tells when the oldest change of each batch was seen, where its propagation starts', () => {
     marbles().run(({ cold, expectObservable }) => {
       const changes = cold<ResourceChange>('s 999ms a 99ms b 99ms c', { s: synced('services'), a: upsert('services', 'a', '1'), b: upsert('services', 'b', '1'), c: upsert('services', 'c', '1') });

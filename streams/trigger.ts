@@ -18,8 +18,9 @@ const INITIAL: ReconcileCause = { reason: 'config', changes: [] };
  * watched set has synced: a render of a half-listed cluster would deploy a config
  * missing backends. The moment the last set syncs, a configuration is complete and
  * reconciles at once. After that the debounce adapts: the first change after a quiet
- * period reconciles at once (a lone change waits for nothing), the changes that follow
- * it are batched until the source is quiet again, and none waits longer than the maximum.
+ * period reconciles at once, with the changes that arrive in the same turn (the objects of
+ * one file or one watch batch: a new Service, its EndpointSlice and its Ingress), the
+ * changes that follow later are batched until the source is quiet again, and none waits longer than the maximum.
  */
 export function trigger(changes$: Observable<ResourceChange>, watched: readonly string[], options: TriggerOptions): Observable<Reconcile> {
   const scheduler = options.scheduler ?? asyncScheduler;

@@ -5,6 +5,7 @@ import {
   connect,
   debounceTime,
   defer,
+  endWith,
   exhaustMap,
   filter,
   map,
@@ -25,9 +26,12 @@ export interface DebounceBatchOptions<T> {
   /** A value for which the batch closes at once, with it as the last member. */
   immediate?: (value: T) => boolean;
   /**
-   * The first value after the source has been quiet for `dueTime` goes at once, alone:
-   * a lone change is not kept waiting for a burst that is not coming. Values that follow
-   * within `dueTime` are batched as usual, and `maxWait` still bounds their wait.
+   * The first value after the source has been quiet for `dueTime` goes at once: a lone
+   * change is not kept waiting for a burst that is not coming. "At once" is at the end of
+   * the current turn (a timer of 0 on the scheduler), so the values that arrive with it
+   * (the objects of one file, one watch batch) go in its batch rather than waiting for
+   * the next. Values that follow later within `dueTime` are batched as usual, and
+   * `maxWait` still bounds their wait.
    */
   leading?: boolean;
   scheduler?: SchedulerLike;
@@ -39,8 +43,9 @@ export interface DebounceBatchOptions<T> {
  * trailing debounce starves under continuous churn (an EndpointSlice updated every
  * 100 ms during a rolling deploy would never reconcile); the deadline prevents it.
  *
- * With `leading`, the first value after a quiet period is a batch of its own, emitted
- * at once; only what follows it is debounced.
+ * With `leading`, the first value after a quiet period opens a batch that closes at
+ * the end of the current turn, with whatever arrived in that turn; only what follows
+ * it is debounced.
  *
  * The deadline is `maxWait` after the previous batch when that is still ahead,
  * otherwise `maxWait` after the batch's first value. So no value waits longer than
@@ -70,7 +75,7 @@ export function debounceBatch<T>(options: DebounceBatchOptions<T>): OperatorFunc
           shared$.pipe(
             exhaustMap(({ value: first, quiet }) => {
               const batch = [first];
-              if (immediate(first) || (leading && quiet)) return of(close(batch));
+              if (immediate(first)) return of(close(batch));
               const now = scheduler.now();
               const deadline = lastEmit + maxWait > now ? lastEmit + maxWait : now + Math.max(maxWait, dueTime);
               const more$ = shared$.pipe(
@@ -78,11 +83,15 @@ export function debounceBatch<T>(options: DebounceBatchOptions<T>): OperatorFunc
                 tap((value) => batch.push(value)),
                 share(),
               );
-              return race(
-                more$.pipe(startWith(undefined), debounceTime(dueTime, scheduler)),
-                more$.pipe(filter(immediate)),
-                timer(deadline - now, scheduler),
-              ).pipe(
+              // After quiet: the end of this turn (or an immediate value, or the source's end) closes it.
+              const closes$ = leading && quiet
+                ? race(more$.pipe(filter(immediate), endWith(undefined)), timer(0, scheduler))
+                : race(
+                    more$.pipe(startWith(undefined), debounceTime(dueTime, scheduler)),
+                    more$.pipe(filter(immediate)),
+                    timer(deadline - now, scheduler),
+                  );
+              return closes$.pipe(
                 take(1),
                 map(() => close(batch)),
               );
