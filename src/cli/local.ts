@@ -4,6 +4,7 @@ import { BehaviorSubject, type Observable, distinctUntilChanged, from, map, of }
 import { templateDirSource } from '../config/template-dir-source.ts';
 import type { RawConfig } from '../config/template-dir.ts';
 import { errorMessage } from '../errors.ts';
+import { SpawnHelper } from '../haproxy/spawn-helper.ts';
 import { Validator } from '../haproxy/validate.ts';
 import type { ResourceChange } from '../k8s/resource.ts';
 import { folderSource } from '../local/folder-source.ts';
@@ -91,6 +92,9 @@ OTEL_EXPORTER_OTLP_TRACES_ENDPOINT) is set, e.g. Jaeger's http://127.0.0.1:4318.
     const templates = resolve(values.templates ?? shippedTemplates());
     const stateDir = resolve(values['state-dir']);
     const log = createLogger();
+    // Started first, while this process is small: it starts haproxy -c for the validator.
+    const spawner = new SpawnHelper({ onExit: (cause) => log.warn(`${cause}; the next check starts another`) });
+    spawner.start();
     const unguard = reportStrayErrors((where, err) => log.error({ err: errorMessage(err) }, `an error escaped ${where}, haprx goes on: ${errorMessage(err)}`));
     const host = values['listen-address'];
     // A busy port must not stop a local run: it goes on without that endpoint.
@@ -119,7 +123,7 @@ OTEL_EXPORTER_OTLP_TRACES_ENDPOINT) is set, e.g. Jaeger's http://127.0.0.1:4318.
         up$.next(health.up);
       },
     });
-    const validator = new Validator({ haproxyBin: values['haproxy-bin'] });
+    const validator = new Validator({ haproxyBin: values['haproxy-bin'], runner: spawner.run });
     const recording = startRecording(record.flags, log, obs.scrub);
     log.info({ manifests, templates, stateDir }, `watching ${manifests}`);
     if (process.getuid?.() === 0) log.warn('running as root: haproxy runs as root too; run haprx local as an unprivileged user (docs/security.md)');
@@ -162,6 +166,7 @@ OTEL_EXPORTER_OTLP_TRACES_ENDPOINT) is set, e.g. Jaeger's http://127.0.0.1:4318.
     subscription.unsubscribe();
     await recording?.close();
     await target.stop();
+    await spawner.stop();
     up$.complete();
     await obs.close();
     unguard();

@@ -8,6 +8,7 @@ import type { RawConfig } from '../config/template-dir.ts';
 import { DataplaneTarget, type DataplaneTargetOptions } from '../dataplane/target.ts';
 import { errorMessage } from '../errors.ts';
 import type { CanaryCheck, ControllerEvent, Deployment, Endpoint, InstanceOutcome } from '../events.ts';
+import { SpawnHelper } from '../haproxy/spawn-helper.ts';
 import { Validator } from '../haproxy/validate.ts';
 import { KubeApi, loadKubeConfig } from '../k8s/api.ts';
 import { type EventLimits, clusterEventFor } from '../k8s/cluster-events.ts';
@@ -446,6 +447,9 @@ ${RECORD_USAGE}`,
     const credentialsSecret = values['credentials-secret'] ?? env[ENV.secret] ?? 'haprx-dataplane';
     const lease = values.lease ?? env[ENV.lease] ?? 'haprx-leader';
 
+    // Started first, while this process is small: it starts haproxy -c for the validator.
+    const spawner = new SpawnHelper({ onExit: (cause) => log.warn(`${cause}; the next check starts another`) });
+    spawner.start();
     const unguard = reportStrayErrors((where, err) => log.error({ err: errorMessage(err) }, `an error escaped ${where}, haprx goes on: ${errorMessage(err)}`));
     const host = values['listen-address'];
     const debugHost = values['debug-address'];
@@ -486,7 +490,7 @@ ${RECORD_USAGE}`,
       lease,
       identity,
       leaseTimings: timings,
-      validator: new Validator({ haproxyBin: values['haproxy-bin'] }),
+      validator: new Validator({ haproxyBin: values['haproxy-bin'], runner: spawner.run }),
       targets: (target) => new DataplaneTarget({ ...target, onStep: (step) => log.debug({ endpoint: target.baseUrl, step: step.kind }, step.detail) }),
       drainTimeoutMs,
       observer: obs,
@@ -509,6 +513,7 @@ ${RECORD_USAGE}`,
     process.once('SIGINT', force);
     process.once('SIGTERM', force);
     await running.stop();
+    await spawner.stop();
     await recording?.close();
     await webhook?.close();
     await obs.close();

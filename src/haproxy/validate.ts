@@ -19,8 +19,6 @@
  * starts with them, and several (missing timeouts, ignored keywords) are
  * common in working configurations.
  */
-import { spawn } from 'node:child_process';
-import type { ChildProcess } from 'node:child_process';
 import { mkdir, mkdtemp, rm, writeFile, chmod } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -31,6 +29,7 @@ import type { RenderedConfig, RenderedFiles } from '../templating/rendered.ts';
 import { tokenize } from './config.ts';
 import { MAIN_FILE, checkStructure, fileNameProblem } from './structure.ts';
 import { errorMessage } from '../errors.ts';
+import { runChild, type ChildRunner } from './child-run.ts';
 
 /**
  * Where a check ended: structure and haproxy are verdicts on the render; timeout,
@@ -60,6 +59,8 @@ export interface ValidatorOptions {
   failOnWarnings?: boolean;
   /** Environment for haproxy, which expands "${VAR}" in the configuration. */
   env?: NodeJS.ProcessEnv;
+  /** Who starts haproxy; this process when absent. A long-running controller passes its spawn helper. */
+  runner?: ChildRunner;
 }
 
 export interface HaproxyCheckOptions {
@@ -68,6 +69,8 @@ export interface HaproxyCheckOptions {
   tmpDir: string;
   env?: NodeJS.ProcessEnv;
   signal?: AbortSignal;
+  /** Who starts haproxy; this process when absent (see spawn-helper.ts for why not). */
+  runner?: ChildRunner;
 }
 
 /** What one `haproxy -c` run said, before any policy is applied. */
@@ -168,20 +171,6 @@ function sandboxMain(main: string): string {
   return lines.join('\n');
 }
 
-function killGroup(pid: number | undefined): void {
-  if (pid === undefined) return;
-  try {
-    // The child leads its own process group, so helpers it started die with it.
-    process.kill(-pid, 'SIGKILL');
-  } catch {
-    try {
-      process.kill(pid, 'SIGKILL');
-    } catch {
-      // Already gone.
-    }
-  }
-}
-
 /**
  * Runs `haproxy -c -f haproxy.cfg` once, in a fresh private directory holding
  * the render, and removes the directory afterwards. No phase one, no queue, no cache.
@@ -205,84 +194,29 @@ export async function runHaproxyCheck(files: RenderedFiles, options: HaproxyChec
   }
 }
 
-function spawnCheck(dir: string, files: RenderedFiles, options: HaproxyCheckOptions): Promise<HaproxyCheckOutcome> {
-  const { signal } = options;
-  return new Promise((resolve) => {
-    let settled = false;
-    let stopping = false;
-    const out: Buffer[] = [];
-    const err: Buffer[] = [];
-    let outBytes = 0;
-    let errBytes = 0;
-
-    let child: ChildProcess;
-    try {
-      child = spawn(options.haproxyBin, ['-c', '-f', MAIN_FILE], {
-        cwd: dir,
-        env: options.env ?? process.env,
-        stdio: ['ignore', 'pipe', 'pipe'],
-        // Its own process group, so that a kill reaches anything it started.
-        detached: true,
-      });
-    } catch (e) {
-      resolve({ kind: 'spawn', message: `could not start ${options.haproxyBin}: ${errorMessage(e)}` });
-      return;
-    }
-    const settle = (outcome: HaproxyCheckOutcome) => {
-      if (settled) return;
-      settled = true;
-      clearTimeout(timer);
-      signal?.removeEventListener('abort', onAbort);
-      resolve(outcome);
-    };
-    const stop = (kind: 'timeout' | 'aborted', message: string) => {
-      if (settled || stopping) return;
-      stopping = true;
-      killGroup(child.pid);
-      const done = () => {
-        // A surviving grandchild may still hold the pipes; do not wait for it.
-        child.stdout?.destroy();
-        child.stderr?.destroy();
-        settle({ kind, message });
-      };
-      if (child.exitCode !== null || child.signalCode !== null) done();
-      else child.once('exit', done);
-    };
-    const onAbort = () => stop('aborted', 'validation aborted');
-
-    child.stdout?.on('data', (chunk: Buffer) => {
-      if (outBytes < OUTPUT_LIMIT) out.push(chunk);
-      outBytes += chunk.length;
-    });
-    child.stderr?.on('data', (chunk: Buffer) => {
-      if (errBytes < OUTPUT_LIMIT) err.push(chunk);
-      errBytes += chunk.length;
-    });
-    child.once('error', (e) => {
-      if (child.pid === undefined) settle({ kind: 'spawn', message: `could not start ${options.haproxyBin}: ${e.message}` });
-    });
-    child.once('close', (code, sig) => {
-      if (stopping) return;
-      try {
-        // Messages name files relative to the check directory; never leak its path.
-        const sanitize = (b: Buffer[]) => Buffer.concat(b).toString('utf8').split(`${dir}/`).join('');
-        const paths = [MAIN_FILE];
-        for (const kind of AUX_KINDS) for (const name of Object.keys(files[kind])) paths.push(auxPath(kind, name));
-        const parsed = parseHaproxyOutput(sanitize(err), sanitize(out), paths);
-        const errors = [...parsed.errors, ...parsed.other.map((message) => ({ file: MAIN_FILE, message }))];
-        if (code !== null) settle({ kind: 'exited', code, errors, warnings: parsed.warnings });
-        else settle({ kind: 'signaled', signal: sig ?? 'unknown signal', errors, warnings: parsed.warnings });
-      } catch (e) {
-        // An event handler must not throw into the event loop.
-        settle({ kind: 'spawn', message: `could not read the output of ${options.haproxyBin}: ${errorMessage(e)}` });
-      }
-    });
-
-    const timer = setTimeout(() => stop('timeout', `haproxy -c did not finish within ${options.timeoutMs} ms`), options.timeoutMs);
-    if (child.pid === undefined) return; // 'error' follows.
-    if (signal?.aborted) onAbort();
-    else signal?.addEventListener('abort', onAbort, { once: true });
-  });
+async function spawnCheck(dir: string, files: RenderedFiles, options: HaproxyCheckOptions): Promise<HaproxyCheckOutcome> {
+  const run = options.runner ?? runChild;
+  const outcome = await run({ bin: options.haproxyBin, args: ['-c', '-f', MAIN_FILE], cwd: dir, env: options.env, timeoutMs: options.timeoutMs, outputLimit: OUTPUT_LIMIT }, options.signal);
+  switch (outcome.kind) {
+    case 'timeout':
+      return { kind: 'timeout', message: `haproxy -c did not finish within ${options.timeoutMs} ms` };
+    case 'aborted':
+      return { kind: 'aborted', message: 'validation aborted' };
+    case 'spawn':
+      return outcome;
+  }
+  try {
+    // Messages name files relative to the check directory; never leak its path.
+    const sanitize = (text: string) => text.split(`${dir}/`).join('');
+    const paths = [MAIN_FILE];
+    for (const kind of AUX_KINDS) for (const name of Object.keys(files[kind])) paths.push(auxPath(kind, name));
+    const parsed = parseHaproxyOutput(sanitize(outcome.stderr), sanitize(outcome.stdout), paths);
+    const errors = [...parsed.errors, ...parsed.other.map((message) => ({ file: MAIN_FILE, message }))];
+    if (outcome.kind === 'exited') return { kind: 'exited', code: outcome.code, errors, warnings: parsed.warnings };
+    return { kind: 'signaled', signal: outcome.signal, errors, warnings: parsed.warnings };
+  } catch (e) {
+    return { kind: 'spawn', message: `could not read the output of ${options.haproxyBin}: ${errorMessage(e)}` };
+  }
 }
 
 /** FIFO mutual exclusion; a waiter whose signal fires leaves the queue without ever holding it. */
@@ -339,6 +273,7 @@ export class Validator {
   private readonly tmpDir: string;
   private readonly failOnWarnings: boolean;
   private readonly env: NodeJS.ProcessEnv | undefined;
+  private readonly runner: ChildRunner | undefined;
   private readonly queue = new Queue();
   // Map iteration follows insertion order; re-inserting on a hit makes the first key the least recently used.
   private readonly cache = new Map<string, Verdict>();
@@ -350,6 +285,7 @@ export class Validator {
     this.tmpDir = options.tmpDir ?? tmpdir();
     this.failOnWarnings = options.failOnWarnings ?? false;
     this.env = options.env;
+    this.runner = options.runner;
   }
 
   async validate(rendered: RenderedConfig, signal?: AbortSignal): Promise<ValidationResult> {
@@ -374,7 +310,7 @@ export class Validator {
       // An identical render may have been checked while this one waited.
       const late = this.lookup(rendered.hash);
       if (late) return finish(late, true);
-      const outcome = await runHaproxyCheck(rendered, { haproxyBin: this.haproxyBin, timeoutMs: this.timeoutMs, tmpDir: this.tmpDir, env: this.env, signal });
+      const outcome = await runHaproxyCheck(rendered, { haproxyBin: this.haproxyBin, timeoutMs: this.timeoutMs, tmpDir: this.tmpDir, env: this.env, signal, runner: this.runner });
       const verdict = this.judge(outcome);
       // Only haproxy's own verdicts are facts about the render; the rest may differ next time.
       if (outcome.kind === 'exited') this.remember(rendered.hash, verdict);

@@ -124,6 +124,11 @@ export class LocalHaprx {
     this.child?.kill(signal);
   }
 
+  /** The haprx process's id, once started. */
+  get pid(): number | undefined {
+    return this.child?.pid;
+  }
+
   /** Whether the haprx process is still running. */
   get alive(): boolean {
     return this.child !== undefined && this.exitCode === undefined;
