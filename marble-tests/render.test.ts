@@ -1,6 +1,7 @@
 import { describe, it } from 'node:test';
 import { NEVER, type Observable, map, throwError } from 'rxjs';
 import type { Reconcile } from '../src/events.ts';
+import type { ObjectStatus } from '../src/status/types.ts';
 import { type RenderEvent, type RenderOutcome, type Verdict, render } from '../streams/render.ts';
 import { configNamed, marbles, reconcileNo } from './helpers.ts';
 
@@ -27,6 +28,22 @@ describe('render', () => {
       const events = render(reconciles, NEVER, { render: (r) => renders[r.seq]! });
       expectObservable(events.pipe(label)).toBe('400ms x', { x: '2:second' });
       expectSubscriptions(renders[1]!.subscriptions).toBe('^ 99ms !');
+    });
+  });
+
+  it('compares statuses by the digest the renderer gives: equal digests pass no statuses on, a new one does', () => {
+    marbles().run(({ cold, expectObservable }) => {
+      const reconciles = cold<Reconcile>('a-b-c', { a: reconcileNo(1), b: reconcileNo(2), c: reconcileNo(3) });
+      const declared = (message: string): ObjectStatus[] => [{ ref: { kind: 'Ingress', namespace: 'ns', name: 'x' }, conditions: [{ type: 'Accepted', status: 'True', reason: 'Accepted', message }], entries: [], fields: {} }];
+      // The statuses' text differs each time; only the digest says whether they changed.
+      const outcomes: Record<number, RenderOutcome> = {
+        1: { ok: true, config: configNamed('one'), statuses: declared('1'), statusesDigest: 'd1' },
+        2: { ok: true, config: configNamed('one'), statuses: declared('2'), statusesDigest: 'd1' },
+        3: { ok: true, config: configNamed('one'), statuses: declared('3'), statusesDigest: 'd2' },
+      };
+      const events = render(reconciles, NEVER, { render: (r): Observable<RenderOutcome> => cold('r|', { r: outcomes[r.seq]! }) });
+      const shown = events.pipe(map((e) => `${e.reconcile.seq}:${e.type}${e.type !== 'RenderFailed' && e.statuses ? `+${e.statuses[0]!.conditions[0]!.message}` : ''}`));
+      expectObservable(shown).toBe('x-y-z', { x: '1:Rendered+1', y: '2:RenderUnchanged', z: '3:RenderUnchanged+3' });
     });
   });
 

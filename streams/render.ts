@@ -4,7 +4,11 @@ import { errorMessage } from '../src/errors.ts';
 import type { ObjectStatus } from '../src/status/types.ts';
 import type { RenderedConfig } from '../src/templating/rendered.ts';
 
-export type RenderOutcome = { ok: true; config: RenderedConfig; warnings?: readonly RenderWarning[]; statuses?: readonly ObjectStatus[] } | { ok: false; error: RenderError };
+/**
+ * `statusesDigest`, when the renderer gives one, is equal for equal statuses: renders
+ * are compared by it instead of by the statuses' text (10k of them at 10k objects).
+ */
+export type RenderOutcome = { ok: true; config: RenderedConfig; warnings?: readonly RenderWarning[]; statuses?: readonly ObjectStatus[]; statusesDigest?: string } | { ok: false; error: RenderError };
 
 export type RenderEvent = Extract<ControllerEvent, { type: 'Rendered' | 'RenderFailed' | 'RenderUnchanged' }>;
 /** What validation made of a configuration render passed on. */
@@ -53,7 +57,7 @@ export function render(reconciles$: Observable<Reconcile>, verdicts$: Observable
             const warningsChanged = warningsKey !== lastWarnings;
             lastWarnings = warningsKey;
             const statuses = outcome.statuses ?? [];
-            const statusesKey = JSON.stringify(statuses);
+            const statusesKey = outcome.statusesDigest !== undefined ? `digest:${outcome.statusesDigest}` : JSON.stringify(statuses);
             const statusesChanged = statusesKey !== lastStatuses;
             lastStatuses = statusesKey;
             const { hash } = outcome.config;

@@ -119,5 +119,5 @@ function renderOutcome(answer: WorkerRender): Observable<RenderOutcome> {
   if (!result.ok) return of({ ok: false, error: result.error });
   // The worker checked the structure already: validation takes its verdict instead of checking again here.
   rememberStructure(result.config, structure);
-  return of({ ok: true, config: result.config, warnings: result.warnings, statuses: result.statuses });
+  return of({ ok: true, config: result.config, warnings: result.warnings, statuses: result.statuses, ...(answer.statusesDigest !== undefined && { statusesDigest: answer.statusesDigest }) });
 }

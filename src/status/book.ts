@@ -29,6 +29,13 @@ const KEPT_RENDERS = 4;
 
 type Failure = { hash: string; reason: 'Invalid' | 'Pending'; message: string };
 
+interface Composed {
+  text: string;
+  held: Held;
+  liveHeld: Held | undefined;
+  failure: Failure | undefined;
+}
+
 export class StatusBook {
   private latest: Declared = new Map();
   private latestHash: string | undefined;
@@ -36,8 +43,8 @@ export class StatusBook {
   private readonly byHash = new Map<string, Declared>();
   private live: { hash: string; declared: Declared } | undefined;
   private failure: Failure | undefined;
-  /** Each key's composed status as text, to tell which ones an event changed. */
-  private readonly composedText = new Map<string, string>();
+  /** Each key's composed status as text, to tell which ones an event changed, with what it was composed of. */
+  private readonly composedText = new Map<string, Composed>();
 
   /** Applies one controller event; returns the keys whose composed status changed. */
   apply(event: ControllerEvent): string[] {
@@ -99,8 +106,13 @@ export class StatusBook {
     const declared = new Map<string, Held>();
     for (const status of statuses) {
       const key = statusKey(status.ref);
-      const text = JSON.stringify(status);
       const before = this.latest.get(key);
+      // The render thread passes an unchanged status on as the same object: no need to compare its text.
+      if (before !== undefined && before.status === status) {
+        declared.set(key, before);
+        continue;
+      }
+      const text = JSON.stringify(status);
       // Unchanged since the last render: the same record, so that the renders kept share it
       // (at 10k objects, each render's declarations would otherwise be held several times over).
       declared.set(key, before !== undefined && before.text === text ? before : { status, text });
@@ -120,12 +132,15 @@ export class StatusBook {
   /** Recomputes what each key's composed status depends on; returns the keys where it changed, and those gone. */
   private recompose(): string[] {
     const changed: string[] = [];
+    const failure = this.failure?.hash === this.latestHash ? this.failure : undefined;
     for (const [key, held] of this.latest) {
+      const liveHeld = this.live?.declared.get(key);
+      const before = this.composedText.get(key);
+      // Made of the same records as before: the same text (most keys, on most events, at 10k objects).
+      if (before !== undefined && before.held === held && before.liveHeld === liveHeld && before.failure === failure) continue;
       const text = `${held.text}\u0000${this.gate(key, held)}`;
-      if (this.composedText.get(key) !== text) {
-        this.composedText.set(key, text);
-        changed.push(key);
-      }
+      this.composedText.set(key, { text, held, liveHeld, failure });
+      if (before?.text !== text) changed.push(key);
     }
     for (const key of [...this.composedText.keys()]) {
       if (!this.latest.has(key)) {

@@ -13,6 +13,7 @@ import type { ResourceChange } from '../k8s/resource.ts';
 import { type ResourceView, type StoreOptions, Store } from '../k8s/store.ts';
 import { abortRender } from './abort.ts';
 import { type RenderResult, type TemplateSet, compileTemplates, renderTemplates } from './engine.ts';
+import { type StatusDelta, StatusDeltaSender } from './status-delta.ts';
 
 export interface RenderThreadData {
   templates: TemplateSet;
@@ -28,7 +29,8 @@ export type ToThread = { type: 'changes'; changes: ResourceChange[] } | { type: 
 export type FromThread =
   | { type: 'ready' }
   | { type: 'failed'; message: string }
-  | { type: 'rendered'; id: number; result: RenderResult; structure: ValidationProblem[]; durationMs: number }
+  /** `result.statuses` is sent empty: `statuses` says what changed since the last render sent (status-delta.ts). */
+  | { type: 'rendered'; id: number; result: RenderResult; statuses: StatusDelta | undefined; structure: ValidationProblem[]; durationMs: number }
   | { type: 'cancelled'; id: number };
 
 const SUPERSEDED = 'superseded by a newer render';
@@ -48,6 +50,7 @@ function main(): void {
   };
   empty();
   let running = 0;
+  const sent = new StatusDeltaSender();
   const check = () => {
     if (Atomics.load(current, 0) !== running) abortRender(SUPERSEDED);
   };
@@ -86,7 +89,9 @@ function main(): void {
       return;
     }
     const structure = result.ok ? checkStructure(result.config) : [];
-    port.postMessage({ type: 'rendered', id: running, result, structure, durationMs: performance.now() - started } satisfies FromThread);
+    const statuses = result.ok ? sent.delta(result.statuses) : undefined;
+    const shipped: RenderResult = result.ok ? { ...result, statuses: [] } : result;
+    port.postMessage({ type: 'rendered', id: running, result: shipped, statuses, structure, durationMs: performance.now() - started } satisfies FromThread);
   });
   port.postMessage({ type: 'ready' } satisfies FromThread);
 }

@@ -20,6 +20,7 @@ import type { ResourceChange } from '../k8s/resource.ts';
 import type { ResourceView, StoreOptions } from '../k8s/store.ts';
 import type { RenderResult, TemplateSet } from './engine.ts';
 import type { FromThread, RenderThreadData, ToThread } from './render-thread.ts';
+import { StatusDeltaReceiver } from './status-delta.ts';
 
 export interface RenderWorkerOptions {
   templates: TemplateSet;
@@ -32,7 +33,8 @@ export interface RenderWorkerOptions {
   batch?: number;
 }
 
-export type WorkerRender = { ok: true; result: RenderResult; structure: ValidationProblem[]; durationMs: number } | { ok: false; cancelled: true } | { ok: false; cancelled: false; message: string };
+/** `statusesDigest`: equal for renders that declared equal statuses (status-delta.ts). */
+export type WorkerRender = { ok: true; result: RenderResult; statusesDigest: string | undefined; structure: ValidationProblem[]; durationMs: number } | { ok: false; cancelled: true } | { ok: false; cancelled: false; message: string };
 
 /**
  * Young generation of the worker, in MiB. A worker gets 192 by default, which a render
@@ -167,6 +169,8 @@ export class RenderWorker {
         resolve({ ok: false, cancelled: false, message: why });
       }
     };
+    // What this thread sent of its statuses, put together again.
+    const received = new StatusDeltaReceiver();
     // Nobody may be waiting on `ready` when the worker dies at once.
     live.ready.catch(() => undefined);
     worker.on('message', (message: FromThread) => {
@@ -175,8 +179,12 @@ export class RenderWorker {
           return ready();
         case 'failed':
           return die(`the render worker could not compile the templates: ${message.message}`);
-        case 'rendered':
-          return this.waiting.get(message.id)?.({ ok: true, result: message.result, structure: message.structure, durationMs: message.durationMs });
+        case 'rendered': {
+          // Every render the thread sent counts, awaited or not: the next one says what changed since it.
+          const { result, statuses } = message;
+          if (result.ok && statuses) result.statuses = received.take(statuses);
+          return this.waiting.get(message.id)?.({ ok: true, result, statusesDigest: statuses?.digest, structure: message.structure, durationMs: message.durationMs });
+        }
         case 'cancelled':
           return this.waiting.get(message.id)?.({ ok: false, cancelled: true });
       }

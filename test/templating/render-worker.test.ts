@@ -137,6 +137,38 @@ describe('RenderWorker', () => {
     }
   });
 
+  it('passes the statuses on as this thread would render them, an unchanged one as the object it had before', async () => {
+    const declaring = `${MAIN}<% for (const svc of resources.services.list()) { h.status(svc, { conditions: [{ type: 'Accepted', status: true, reason: 'Accepted', message: 'port ' + svc.spec.ports[0].port }] }); } -%>`;
+    const h = harness(declaring);
+    try {
+      const statuses = (answer: WorkerRender) => {
+        assert.ok(answer.ok && answer.result.ok, JSON.stringify(answer));
+        return { list: answer.result.statuses, digest: answer.statusesDigest };
+      };
+      const inThread = () => {
+        const result = renderTemplates(compiled({ main: declaring }), { resources: { services: h.store }, values: h.values });
+        assert.ok(result.ok);
+        return result.statuses;
+      };
+      h.apply({ type: 'upsert', resource: 'services', object: service('ns', 'a', 8081) });
+      h.apply({ type: 'upsert', resource: 'services', object: service('ns', 'b', 8082) });
+      const first = statuses(await h.worker.render(h.stores));
+      assert.deepEqual(first.list, inThread());
+      h.apply({ type: 'upsert', resource: 'services', object: service('ns', 'b', 9092) });
+      h.apply({ type: 'upsert', resource: 'services', object: service('ns', 'c', 8083) });
+      const second = statuses(await h.worker.render(h.stores));
+      assert.deepEqual(second.list, inThread());
+      assert.match(JSON.stringify(second.list[1]), /port 9092/);
+      assert.equal(second.list[0], first.list[0], 'the unchanged status is the same object');
+      assert.notEqual(second.digest, first.digest);
+      const third = statuses(await h.worker.render(h.stores));
+      assert.equal(third.digest, second.digest);
+      assert.deepEqual(third.list, inThread());
+    } finally {
+      await h.worker.close();
+    }
+  });
+
   it('keeps the time limit of the template realm', async () => {
     const h = harness('<% for (;;) {} %>', {}, 200);
     try {
