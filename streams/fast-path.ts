@@ -51,7 +51,10 @@ export function fastPath(reconciles$: Observable<Reconcile>, validated$: Observa
       const behind = [...applied].filter(([backend, a]) => a.seq > seq && serverLines(event.config, backend) !== a.lines).map(([backend]) => backend);
       if (behind.length > 0) return [{ type: 'ValidatedSuperseded', reconcile: event.reconcile, backends: behind }];
       for (const [backend, a] of applied) if (a.seq <= seq) applied.delete(backend);
-      if (!base || seq >= base.seq) base = { config: event.config, seq };
+      // A validated configuration byte for byte the one the fast path planned (its full render
+      // agrees) keeps the planned object as the base: what the next plan needs of it (the
+      // parsed configuration, the index of server lines) is kept with that object, ready.
+      if (!base || seq >= base.seq) base = { config: base?.config.hash === event.config.hash ? base.config : event.config, seq };
       if (waitFor !== 0 && seq >= waitFor) waitFor = 0;
       return [event];
     };

@@ -66,31 +66,66 @@ export function collectServers(config: HaproxyConfig, section: Section): ServerD
 
 /** What the running process loaded and what refers to its servers, for adds and deletes. */
 export interface RunningFacts {
-  /** `keyword\0path` of every ca-file, crl-file and crt on server lines. */
-  loadedFiles: ReadonlySet<string>;
+  /** `keyword\0file` of every file server lines load (crt, ca-file, crl-file). */
+  loadedFiles: { has(key: string): boolean };
   /** `backend/server` of every server some `track` points at. */
-  tracked: ReadonlySet<string>;
+  tracked: { has(key: string): boolean };
+}
+
+/** The facts as counts, so that the facts of an edited configuration follow from its edits. */
+interface CountedFacts {
+  loadedFiles: Map<string, number>;
+  tracked: Map<string, number>;
 }
 
 // Sections without any of these words hold nothing for RunningFacts and are not read.
 const FACT_WORDS = /\b(track|ca-file|crl-file|crt)\b/;
 
+/** Each configuration's facts, once found: kept as long as the configuration is. */
+const factsOf = new WeakMap<HaproxyConfig, CountedFacts>();
+
 export function runningFacts(config: HaproxyConfig): RunningFacts {
-  const loadedFiles = new Set<string>();
-  const tracked = new Set<string>();
-  for (const section of config.sections) {
-    if (!FACT_WORDS.test(section.text)) continue;
-    for (const line of section.lines) {
-      if (line.keyword !== 'server' && line.keyword !== 'default-server') continue;
-      line.args.forEach((word, i) => {
-        const value = line.args[i + 1];
-        if (value === undefined) return;
-        if (PRELOADED_FILE_KEYWORDS.has(word)) loadedFiles.add(`${word}\0${value}`);
-        if (word === 'track') tracked.add(value.includes('/') ? value : `${section.name}/${value}`);
-      });
-    }
+  let facts = factsOf.get(config);
+  if (!facts) {
+    facts = { loadedFiles: new Map(), tracked: new Map() };
+    for (const section of config.sections) countFacts(facts, section, 1);
+    factsOf.set(config, facts);
   }
-  return { loadedFiles, tracked };
+  return facts;
+}
+
+/**
+ * The facts of `next`, made from `previous` by replacing the sections `pairs` name
+ * (`was` by `is`), from those of `previous` when they are known: the sections the
+ * edits touch are read again, not the whole configuration.
+ */
+export function carryFacts(previous: HaproxyConfig, next: HaproxyConfig, pairs: readonly { was: Section; is: Section }[]): void {
+  const known = factsOf.get(previous);
+  if (!known || factsOf.has(next)) return;
+  const facts = { loadedFiles: new Map(known.loadedFiles), tracked: new Map(known.tracked) };
+  for (const { was, is } of pairs) {
+    countFacts(facts, was, -1);
+    countFacts(facts, is, 1);
+  }
+  factsOf.set(next, facts);
+}
+
+function countFacts(facts: CountedFacts, section: Section, sign: 1 | -1): void {
+  if (!FACT_WORDS.test(section.text)) return;
+  const count = (map: Map<string, number>, key: string) => {
+    const n = (map.get(key) ?? 0) + sign;
+    if (n > 0) map.set(key, n);
+    else map.delete(key);
+  };
+  for (const line of section.lines) {
+    if (line.keyword !== 'server' && line.keyword !== 'default-server') continue;
+    line.args.forEach((word, i) => {
+      const value = line.args[i + 1];
+      if (value === undefined) return;
+      if (PRELOADED_FILE_KEYWORDS.has(word)) count(facts.loadedFiles, `${word}\0${value}`);
+      if (word === 'track') count(facts.tracked, value.includes('/') ? value : `${section.name}/${value}`);
+    });
+  }
 }
 
 const settingsKey = (e: EffectiveServer) => JSON.stringify(e.settings);

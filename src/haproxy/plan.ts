@@ -39,7 +39,7 @@ import { type TextEdit, editConfig, parseConfig } from './config.ts';
 import type { RenderedConfig } from '../templating/rendered.ts';
 import { compareStrings, diffLines, lineKey, sameSectionLayout, sectionLabel } from './plan-config.ts';
 import { planMap } from './plan-maps.ts';
-import { DRAIN_MARKER, collectServers, planServers, runningFacts } from './plan-servers.ts';
+import { DRAIN_MARKER, carryFacts, collectServers, planServers, runningFacts } from './plan-servers.ts';
 import type { Plan, RuntimeOp, ServerAddOp, ServerDelOp, ServerRef, ServerStateOp } from './plan-types.ts';
 
 export type * from './plan-types.ts';
@@ -231,6 +231,8 @@ export function planEdits(previous: RenderedConfig, next: RenderedConfig, edits:
   for (const edit of edits) touched.add(sectionAt(prevConfig, edit.start));
   const pairs = [...touched].sort((a, b) => a - b).map((i) => ({ was: prevConfig.sections[i]!, is: nextConfig.sections[i]! }));
   const { reasons, early, late } = planSections(pairs, prevConfig, nextConfig);
+  // The next plan starts from `next`: what it needs to know of the whole configuration follows from these edits.
+  carryFacts(prevConfig, nextConfig, pairs);
   if (reasons.length > 0) return { kind: 'reload', reasons, after: [] };
   const ops = [...early, ...late];
   return ops.length === 0 ? { kind: 'none' } : { kind: 'runtime', ops };

@@ -17,7 +17,7 @@ import { type RuntimeOp, planEdits } from '../haproxy/plan.ts';
 import { objectKey } from '../k8s/resource.ts';
 import type { ResourceView } from '../k8s/store.ts';
 import { type CompiledTemplates, renderServerSets } from './engine.ts';
-import { type RenderedConfig, type ServerSet, readKey, sealRendered } from './rendered.ts';
+import { type RenderedConfig, type ServerSet, readKey, sealEdited } from './rendered.ts';
 
 /** A set the fast path reads: lookups, and which index keys a change moved. */
 export interface FastPathSet extends ResourceView {
@@ -100,7 +100,7 @@ export function planFast(base: RenderedConfig, changes: readonly ChangeRef[], in
   }
   if (edits.length === 0) return { kind: 'none' };
 
-  const config = sealRendered({ main: splice(base.main, edits), maps: base.maps, files: base.files, certs: base.certs, ...(base.referencing && { referencing: base.referencing }) }, { sets: moved(sets, edits), reads: base.serverSets.reads });
+  const config = sealEdited(base, edits, { sets: moved(sets, edits), reads: base.serverSets.reads });
   // The sets keep their places: where the edited ones read what they read before, the index holds.
   if (edits.every((e) => sameReads(e.reads, sets[e.index]!.reads))) indexes.set(config, index);
   const plan = planEdits(base, config, edits);
@@ -119,17 +119,6 @@ function otherThanServers(text: string): string | undefined {
     if (tokens.args.length > 0 && tokens.args[0] !== 'server') return tokens.text;
   }
   return undefined;
-}
-
-function splice(text: string, edits: readonly TextEdit[]): string {
-  const parts: string[] = [];
-  let from = 0;
-  for (const edit of edits) {
-    parts.push(text.slice(from, edit.start), edit.text);
-    from = edit.end;
-  }
-  parts.push(text.slice(from));
-  return parts.join('');
 }
 
 /** Every server set where it stands after the edits (in text order, as the sets are). */

@@ -90,16 +90,146 @@ export function sealRendered(files: RenderedFiles, serverSets?: ServerSets): Ren
     certs: sortedRecord(files.certs),
     ...(referencing.length > 0 && { referencing }),
   };
+  const digest = { main: mainDigest(sealed.main), aux: auxDigest(sealed) };
+  const config: RenderedConfig = { ...sealed, hash: topHash(digest), ...(serverSets && { serverSets }) };
+  digests.set(config, digest);
+  return config;
+}
+
+/** A replacement of `[start, end)` of haproxy.cfg by `text` (offsets in UTF-16 code units). */
+export interface MainEdit {
+  start: number;
+  end: number;
+  text: string;
+}
+
+/**
+ * `base` with these edits of haproxy.cfg (sorted, not overlapping) and nothing else
+ * changed, sealed. Its hash is the one sealRendered gives the same files, found by
+ * hashing again only the pieces of haproxy.cfg the edits fall in, when the edits leave
+ * every piece boundary where it was (they replace whole lines, none of them starting a
+ * section); otherwise the whole text is hashed.
+ */
+export function sealEdited(base: RenderedConfig, edits: readonly MainEdit[], serverSets?: ServerSets): RenderedConfig {
+  const main = splice(base.main, edits);
+  const files = { main, maps: base.maps, files: base.files, certs: base.certs, ...(base.referencing && { referencing: base.referencing }) };
+  const before = digestOf(base);
+  const pieces = editedPieces(base.main, before.main, main, edits);
+  const digest = { main: pieces ?? mainDigest(main), aux: before.aux };
+  const config: RenderedConfig = { ...files, hash: topHash(digest), ...(serverSets && { serverSets }) };
+  digests.set(config, digest);
+  return config;
+}
+
+/**
+ * How the hash is made. haproxy.cfg is cut into pieces before every 64th line that
+ * starts with a letter (a section header, in any configuration written with indented
+ * section bodies), each piece hashed on its own: a change to a few server lines hashes
+ * again one piece of a few kilobytes, not megabytes. The cut points depend on the text
+ * alone, so equal texts hash alike however they were made. The auxiliary files are
+ * hashed together, length-prefixed, so that no two different file sets hash alike.
+ */
+interface Digest {
+  main: { starts: readonly number[]; digests: readonly Buffer[] };
+  aux: Buffer;
+}
+
+const PIECE_HEADERS = 64;
+const HEADER_AFTER_NEWLINE = /\n[A-Za-z]/g;
+const STARTS_A_LINE_WITH_A_LETTER = /(?:^|\n)[A-Za-z]/;
+
+const digests = new WeakMap<RenderedConfig, Digest>();
+
+/** The digest of a configuration sealed elsewhere (another thread) is found again once. */
+function digestOf(config: RenderedConfig): Digest {
+  let digest = digests.get(config);
+  if (!digest) {
+    digest = { main: mainDigest(config.main), aux: auxDigest(config) };
+    digests.set(config, digest);
+  }
+  return digest;
+}
+
+function mainDigest(main: string): Digest['main'] {
+  const starts = [0];
+  let headers = /^[A-Za-z]/.test(main) ? 1 : 0;
+  HEADER_AFTER_NEWLINE.lastIndex = 0;
+  for (let m = HEADER_AFTER_NEWLINE.exec(main); m !== null; m = HEADER_AFTER_NEWLINE.exec(main)) {
+    if (headers > 0 && headers % PIECE_HEADERS === 0) starts.push(m.index + 1);
+    headers++;
+  }
+  return { starts, digests: starts.map((start, i) => sha256(main.slice(start, starts[i + 1] ?? main.length))) };
+}
+
+/**
+ * The pieces of `main` (which is `baseMain` with `edits`) from those of `baseMain`, or
+ * undefined when an edit could move a cut point: it does not replace whole lines, or
+ * a line it removes or writes starts with a letter.
+ */
+function editedPieces(baseMain: string, base: Digest['main'], main: string, edits: readonly MainEdit[]): Digest['main'] | undefined {
+  const lineStart = (at: number) => at === 0 || baseMain[at - 1] === '\n';
+  /** Each edit's piece: an insertion just before a cut point ends the piece before it. */
+  const pieceOf: number[] = [];
+  for (const edit of edits) {
+    if (!lineStart(edit.start) || !lineStart(edit.end) || (edit.text !== '' && !edit.text.endsWith('\n'))) return undefined;
+    if (STARTS_A_LINE_WITH_A_LETTER.test(edit.text) || STARTS_A_LINE_WITH_A_LETTER.test(baseMain.slice(edit.start, edit.end))) return undefined;
+    pieceOf.push(Math.max(0, lastBefore(base.starts, edit.start)));
+  }
+  const starts: number[] = [];
+  const affected = new Set(pieceOf);
+  let delta = 0;
+  let e = 0;
+  base.starts.forEach((start, i) => {
+    // The edits of the pieces before this one move its start.
+    for (; e < edits.length && pieceOf[e]! < i; e++) delta += edits[e]!.text.length - (edits[e]!.end - edits[e]!.start);
+    starts.push(start + delta);
+  });
+  const digests = base.digests.map((d, i) => (affected.has(i) ? sha256(main.slice(starts[i], starts[i + 1] ?? main.length)) : d));
+  return { starts, digests };
+}
+
+/** The index of the last element of the ascending `list` below `value`, or -1. */
+function lastBefore(list: readonly number[], value: number): number {
+  let lo = -1;
+  let hi = list.length - 1;
+  while (lo < hi) {
+    const mid = (lo + hi + 1) >> 1;
+    if (list[mid]! < value) lo = mid;
+    else hi = mid - 1;
+  }
+  return lo;
+}
+
+function auxDigest(files: RenderedFiles): Buffer {
   const h = createHash('sha256');
   const part = (label: string, content: string) => {
-    // Length-prefixed, so that no two different file sets hash alike.
     h.update(`${label}\u0000${Buffer.byteLength(content)}\u0000`);
     h.update(content);
   };
-  part('main', sealed.main);
-  for (const kind of AUX_KINDS) for (const [name, content] of Object.entries(sealed[kind])) part(`${kind}/${name}`, content);
-  if (referencing.length > 0) part('referencing', referencing.join('\n'));
-  return { ...sealed, hash: h.digest('hex'), ...(serverSets && { serverSets }) };
+  for (const kind of AUX_KINDS) for (const [name, content] of Object.entries(files[kind])) part(`${kind}/${name}`, content);
+  if (files.referencing && files.referencing.length > 0) part('referencing', files.referencing.join('\n'));
+  return h.digest();
+}
+
+function topHash(digest: Digest): string {
+  const h = createHash('sha256');
+  h.update(`main\u0000${digest.main.digests.length}\u0000`);
+  for (const d of digest.main.digests) h.update(d);
+  h.update(digest.aux);
+  return h.digest('hex');
+}
+
+const sha256 = (text: string) => createHash('sha256').update(text).digest();
+
+function splice(text: string, edits: readonly MainEdit[]): string {
+  const parts: string[] = [];
+  let from = 0;
+  for (const edit of edits) {
+    parts.push(text.slice(from, edit.start), edit.text);
+    from = edit.end;
+  }
+  parts.push(text.slice(from));
+  return parts.join('');
 }
 
 /** The path of an auxiliary file relative to the directory that holds haproxy.cfg. */

@@ -1,8 +1,8 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { configOf, planDeployment } from '../../src/haproxy/plan.ts';
+import { configOf, planDeployment, planEdits } from '../../src/haproxy/plan.ts';
 import type { Plan, RuntimeOp } from '../../src/haproxy/plan.ts';
-import { sealRendered } from '../../src/templating/rendered.ts';
+import { sealEdited, sealRendered } from '../../src/templating/rendered.ts';
 import type { RenderedConfig } from '../../src/templating/rendered.ts';
 
 interface Parts {
@@ -546,5 +546,32 @@ describe('planDeployment: large configurations', () => {
     const first = planDeployment(prev, next);
     assert.deepEqual(planDeployment(prev, next), first);
     assert.deepEqual(runtimeOps(first), [{ kind: 'server-addr', backend: 'be_7', server: 's1', host: '10.0.0.7', port: 81 }]);
+  });
+});
+
+describe('planEdits: a chain of edits of server lines', () => {
+  /** `config` with the server lines of `backend` replaced by `lines`, sealed, and the edit that made it. */
+  function edit(config: RenderedConfig, backend: string, lines: string) {
+    const header = config.main.indexOf(`backend ${backend}\n`);
+    const start = config.main.indexOf('    server', header);
+    const next = config.main.indexOf('\nbackend ', start);
+    const e = { start, end: next < 0 ? config.main.length : next + 1, text: lines };
+    return { config: sealEdited(config, [e]), edits: [e] };
+  }
+  const base = () => rendered({ servers: s('server s1 10.0.0.1:80 check', 'server s2 10.0.0.2:80'), extra: 'backend be_other\n    server t1 10.0.1.1:80 track be_web/s1\n    server t2 10.0.1.2:80' });
+
+  it('knows what each configuration of the chain tracks: a track removed frees its server, a track added holds one', () => {
+    const c0 = base();
+    assert.match(reloadReasons(planEdits(c0, edit(c0, 'be_web', s('server s2 10.0.0.2:80') + '\n').config, edit(c0, 'be_web', s('server s2 10.0.0.2:80') + '\n').edits)).join('\n'), /s1 cannot be deleted at runtime: another server tracks it/);
+    // The server that tracks s1 goes: s1 may go next.
+    const c1 = edit(c0, 'be_other', `${s('server t2 10.0.1.2:80')}\n`);
+    assert.deepEqual(runtimeOps(planEdits(c0, c1.config, c1.edits)).map((op) => op.kind), ['server-del']);
+    const c2 = edit(c1.config, 'be_web', `${s('server s2 10.0.0.2:80')}\n`);
+    assert.deepEqual(runtimeOps(planEdits(c1.config, c2.config, c2.edits)).map((op) => op.kind), ['server-del']);
+    // A server added with a track of s2 (refused at runtime itself) is in what c3 tracks once applied by a reload.
+    const c3 = edit(c2.config, 'be_other', `${s('server t2 10.0.1.2:80', 'server t3 10.0.1.3:80 track be_web/s2')}\n`);
+    assert.match(reloadReasons(planEdits(c2.config, c3.config, c3.edits)).join('\n'), /it uses "track"/);
+    const c4 = edit(c3.config, 'be_web', `${s('server s9 10.0.0.9:80')}\n`);
+    assert.match(reloadReasons(planEdits(c3.config, c4.config, c4.edits)).join('\n'), /s2 cannot be deleted at runtime: another server tracks it/);
   });
 });
