@@ -184,7 +184,14 @@ function editedPieces(baseMain: string, base: Digest['main'], main: string, edit
     for (; e < edits.length && pieceOf[e]! < i; e++) delta += edits[e]!.text.length - (edits[e]!.end - edits[e]!.start);
     starts.push(start + delta);
   });
-  const digests = base.digests.map((d, i) => (affected.has(i) ? sha256(main.slice(starts[i], starts[i + 1] ?? main.length)) : d));
+  // An edited piece is hashed as made from the base's text: `main` is left as it was
+  // spliced, to be made one flat string only by whoever reads it whole.
+  const digests = base.digests.map((d, i) => {
+    if (!affected.has(i)) return d;
+    const from = base.starts[i]!;
+    const own = edits.filter((_, k) => pieceOf[k] === i).map((edit) => ({ ...edit, start: edit.start - from, end: edit.end - from }));
+    return sha256(splice(baseMain.slice(from, base.starts[i + 1] ?? baseMain.length), own));
+  });
   return { starts, digests };
 }
 
@@ -221,18 +228,22 @@ function topHash(digest: Digest): string {
 
 const sha256 = (text: string) => createHash('sha256').update(text).digest();
 
-function splice(text: string, edits: readonly MainEdit[]): string {
-  const parts: string[] = [];
-  let from = 0;
-  for (const edit of edits) {
-    parts.push(text.slice(from, edit.start), edit.text);
-    from = edit.end;
-  }
-  parts.push(text.slice(from));
-  return parts.join('');
-}
-
 /** The path of an auxiliary file relative to the directory that holds haproxy.cfg. */
 export function auxPath(kind: AuxKind, name: string): string {
   return `${AUX_DIRS[kind]}/${name}`;
+}
+
+/**
+ * `text` with the edits (sorted) made. Concatenated, not joined: the result shares the
+ * unedited text until something reads it whole, so that a few changed lines do not
+ * copy megabytes on the way to the runtime API.
+ */
+function splice(text: string, edits: readonly MainEdit[]): string {
+  let result = '';
+  let from = 0;
+  for (const edit of edits) {
+    result += text.slice(from, edit.start) + edit.text;
+    from = edit.end;
+  }
+  return result + text.slice(from);
 }
