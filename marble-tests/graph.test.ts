@@ -239,11 +239,12 @@ describe('graph', () => {
         [1000, 'T2'],
         [1000, `F:${fastMain('web')}`],
         [1000, 'D2:fast'],
-        [1010, 'R:web'],
         [1020, 'ok:e1'],
         [1020, 'ok:e2'],
         [1020, 'done2'],
-        [1060, 'V'],
+        // The full render starts once the fast deployment is over (1020), not beside it.
+        [1030, 'R:web'],
+        [1080, 'V'],
         ...rest,
       ]);
     });

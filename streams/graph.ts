@@ -13,6 +13,7 @@ import { type FastPathOutcome, fastPath, fastRequests } from './fast-path.ts';
 import { deployRequests, desired, redeployOn } from './endpoints.ts';
 import { whileLeader } from './leadership.ts';
 import { stageName, supervise } from './operators/supervise.ts';
+import { holdWhileFast } from './render-hold.ts';
 import { type RenderOutcome, type Verdict, render, renderedOnly } from './render.ts';
 import { instanceRetries } from './retry.ts';
 import { type ObjectWarningEvent, objectWarnings } from './object-warnings.ts';
@@ -28,6 +29,9 @@ export interface WatchedSet extends StoreOptions {
 }
 
 /** The timings of the controller configuration, and the sets it watches. */
+/** The longest a full render waits for fast path deployments under way (see holdWhileFast). */
+const FAST_HOLD_MS = 500;
+
 export interface GraphSettings extends Readonly<ControllerConfig['settings']> {
   watched: readonly WatchedSet[];
 }
@@ -75,6 +79,7 @@ export interface GraphDeps {
  * The controller for one controller configuration, as one stream of events:
  *
  *   changes$ → stores → trigger (sync gate, adaptive debounce with max wait)
+ *            → hold while a fast path deployment runs (at most 500 ms)  ◄─ deploy outcomes
  *            → render (switchMap; unchanged output stops here)      ◄─ verdicts
  *            → validate (switchMap; a check that could not run is retried)
  *            → fast path gate (a valid config older than the fast path's servers stops)
@@ -113,7 +118,9 @@ export function graph(settings: GraphSettings, deps: GraphDeps): Observable<Cont
           settings.watched.map((w) => w.name),
           { debounceMs: settings.debounceMs, maxWaitMs: settings.debounceMaxWaitMs, scheduler },
         ).pipe(stageName('trigger'), share());
-        const rendered$ = render(reconciles$, verdicts, { render: (reconcile) => deps.render({ reconcile, resources: stores }), scheduler }).pipe(
+        // The full render does not start while the fast path's runtime operations are on their way.
+        const toRender$ = holdWhileFast(reconciles$, deployEvents, { maxHoldMs: FAST_HOLD_MS, scheduler });
+        const rendered$ = render(toRender$, verdicts, { render: (reconcile) => deps.render({ reconcile, resources: stores }), scheduler }).pipe(
           stageName('render'),
           share(),
         );

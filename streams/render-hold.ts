@@ -1,0 +1,58 @@
+import { type Observable, type SchedulerLike, Subject, asyncScheduler, concatMap, defer, filter, ignoreElements, map, merge, of, race, switchMap, take, tap, timer } from 'rxjs';
+import type { ControllerEvent, Reconcile } from '../src/events.ts';
+
+export interface RenderHoldOptions {
+  /** The longest a reconciliation waits for fast path deployments before its render starts. */
+  maxHoldMs: number;
+  scheduler?: SchedulerLike;
+}
+
+/**
+ * The reconciliations as the full render takes them: not while a fast path deployment
+ * runs. The fast path's runtime operations are the change on its way to traffic; the
+ * full render that follows the same change (a second or so of a core at 10k objects,
+ * then `haproxy -c`) would compete with them for the CPU. So a reconciliation waits
+ * until no fast deployment runs (its own starts in the turn it arrives in), and never
+ * longer than `maxHoldMs` after it arrived. None is dropped and their order stays:
+ * render still sees every one, and its latest-wins takes it from there. A fast
+ * deployment that never reports its end (a lost lead aborted it) holds nothing after
+ * `maxHoldMs`.
+ */
+export function holdWhileFast(reconciles$: Observable<Reconcile>, deployEvents$: Observable<ControllerEvent>, options: RenderHoldOptions): Observable<Reconcile> {
+  const scheduler = options.scheduler ?? asyncScheduler;
+  const { maxHoldMs } = options;
+  return defer(() => {
+    /** Fast deployments under way: id → when each started. */
+    const running = new Map<number, number>();
+    const ended$ = new Subject<void>();
+    const idle = () => {
+      const now = scheduler.now();
+      for (const [id, startedAt] of running) if (now - startedAt >= maxHoldMs) running.delete(id);
+      return running.size === 0;
+    };
+    const tracked$ = deployEvents$.pipe(
+      tap((event) => {
+        if (event.type === 'DeploymentStarted' && event.deployment.reason === 'fast') running.set(event.deployment.id, scheduler.now());
+        if (event.type === 'DeploymentCompleted' && running.delete(event.deployment.id)) ended$.next();
+      }),
+      ignoreElements(),
+    );
+    const held$ = reconciles$.pipe(
+      map((reconcile) => ({ reconcile, arrived: scheduler.now() })),
+      concatMap(({ reconcile, arrived }) =>
+        // At the end of this turn: by then the fast path has planned this reconciliation and sent it off.
+        timer(0, scheduler).pipe(
+          switchMap(() => {
+            if (idle()) return of(reconcile);
+            const left = Math.max(0, arrived + maxHoldMs - scheduler.now());
+            return race(ended$.pipe(filter(idle)), timer(left, scheduler)).pipe(
+              take(1),
+              map(() => reconcile),
+            );
+          }),
+        ),
+      ),
+    );
+    return merge(tracked$, held$);
+  });
+}
