@@ -87,9 +87,10 @@ export function startLocal(options: LocalRunOptions): LocalRun {
     run.exited = signal ? `was killed by ${signal}` : `exited with code ${code}`;
   });
   createInterface({ input: child.stdout!, crlfDelay: Infinity }).on('line', (line) => {
+    // BENCH_LOG=1 shows haprx's output, V8's own lines (HAPRX_NODE_FLAGS=--trace-gc) included.
+    if (process.env.BENCH_LOG) process.stderr.write(`${line}\n`);
     if (!line.startsWith('{')) return;
     const record = JSON.parse(line) as { msg: string; reloaded?: boolean };
-    if (process.env.BENCH_LOG) process.stderr.write(`${line}\n`);
     if (record.msg.startsWith('deployed to local')) run.deployments.push({ at: performance.now(), reloaded: record.reloaded === true });
   });
   return run;

@@ -99,16 +99,18 @@ function hunksOf(changes: readonly ArrayChange<string>[], context: number, shown
     open = undefined;
   };
   for (const [i, change] of changes.entries()) {
-    const lines = change.value.map(shown);
     if (!change.added && !change.removed) {
+      // Only the lines shown as context are redacted: a long unchanged stretch costs nothing.
+      const count = change.value.length;
       if (open) {
-        if (lines.length <= 2 * context && i < changes.length - 1) for (const line of lines) open.lines.push(` ${line}`);
-        else close(lines.slice(0, context));
+        if (count <= 2 * context && i < changes.length - 1) for (const line of change.value) open.lines.push(` ${shown(line)}`);
+        else close(change.value.slice(0, context).map(shown));
       }
-      oldLine += lines.length;
-      newLine += lines.length;
+      oldLine += count;
+      newLine += count;
       continue;
     }
+    const lines = change.value.map(shown);
     if (!open) {
       const previous = changes[i - 1];
       const lead = previous && !previous.added && !previous.removed && context > 0 ? previous.value.slice(-context).map(shown) : [];

@@ -30,7 +30,8 @@ const KEPT_RENDERS = 4;
 type Failure = { hash: string; reason: 'Invalid' | 'Pending'; message: string };
 
 interface Composed {
-  text: string;
+  /** What held the live conditions back (gate()). */
+  gate: string;
   held: Held;
   liveHeld: Held | undefined;
   failure: Failure | undefined;
@@ -43,7 +44,7 @@ export class StatusBook {
   private readonly byHash = new Map<string, Declared>();
   private live: { hash: string; declared: Declared } | undefined;
   private failure: Failure | undefined;
-  /** Each key's composed status as text, to tell which ones an event changed, with what it was composed of. */
+  /** What each key's composed status was made of, to tell which ones an event changed. */
   private readonly composedText = new Map<string, Composed>();
 
   /** Applies one controller event; returns the keys whose composed status changed. */
@@ -138,9 +139,10 @@ export class StatusBook {
       const before = this.composedText.get(key);
       // Made of the same records as before: the same text (most keys, on most events, at 10k objects).
       if (before !== undefined && before.held === held && before.liveHeld === liveHeld && before.failure === failure) continue;
-      const text = `${held.text}\u0000${this.gate(key, held)}`;
-      this.composedText.set(key, { text, held, liveHeld, failure });
-      if (before?.text !== text) changed.push(key);
+      const gate = this.gate(key, held);
+      this.composedText.set(key, { gate, held, liveHeld, failure });
+      // Equal declarations have equal text: compared in place, not joined into one more string per key.
+      if (before === undefined || before.gate !== gate || (before.held !== held && before.held.text !== held.text)) changed.push(key);
     }
     for (const key of [...this.composedText.keys()]) {
       if (!this.latest.has(key)) {

@@ -39,6 +39,19 @@ describe('StatusBook', () => {
     assert.deepEqual(book.apply(deployed('a')), [], 'the same again changes nothing');
   });
 
+  it('tells changed keys apart whether a status comes again as the same object, as an equal copy, or changed', () => {
+    const book = new StatusBook();
+    const edge = gateway(1);
+    const web = ingress(1);
+    assert.deepEqual(book.apply(rendered('a', [edge, web])), ['Gateway shop/edge', 'Ingress shop/web']);
+    assert.deepEqual(book.apply(unchanged('a', [edge, web])), [], 'the same objects');
+    assert.deepEqual(book.apply(unchanged('a', [gateway(1), ingress(1)])), [], 'equal copies');
+    assert.deepEqual(book.apply(unchanged('a', [edge, ingress(2)])), ['Ingress shop/web'], 'one changed');
+    assert.deepEqual(book.apply(deployed('a')), ['Gateway shop/edge', 'Ingress shop/web'], 'both become live');
+    assert.deepEqual(book.apply(deployed('a')), []);
+    assert.deepEqual(book.apply(rendered('b', [edge])), ['Ingress shop/web'], 'one gone');
+  });
+
   it('says why when the deployment failed or haproxy refused the configuration, and recovers', () => {
     const book = new StatusBook();
     book.apply(rendered('a', [gateway(1)]));
