@@ -4,6 +4,9 @@ import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { CliSession, type ProcInfo, cliCommand, parseShowProc } from './master-cli.ts';
 
+/** How often a reload is asked after: its end is seen at most this late. */
+const RELOAD_POLL_MS = 5;
+
 export interface HaproxyProcessOptions {
   bin: string;
   /** Holds haproxy.cfg and its aux files; haproxy runs with it as working directory. */
@@ -132,7 +135,8 @@ export class HaproxyProcess {
     await cliCommand(this.masterSocket, 'reload').catch(() => '');
     const deadline = Date.now() + this.options.reloadTimeoutMs;
     while (Date.now() < deadline) {
-      await sleep(20);
+      // Asking is cheap (one connection to the master); a new backend waits on this loop.
+      await sleep(RELOAD_POLL_MS);
       if (!this.running) return { ok: false, message: `haproxy exited during the reload${this.alerts(mark) ? `: ${this.alerts(mark)}` : ''}` };
       const after = await this.showProc().catch(() => undefined);
       if (!after || after.reloads <= before.reloads) continue;
