@@ -90,6 +90,38 @@ describe('fastPath', () => {
     });
   });
 
+  it('stops a validated configuration that lacks the map entries it added, and lets through one that has them', () => {
+    const routed = (seq: number, entries: string) => sealRendered({ main: `backend be\n# ${seq}\n`, maps: { 'hosts.map': entries }, files: {}, certs: {} });
+    const plan = (_base: RenderedConfig, r: Reconcile): FastPathOutcome => ({
+      kind: 'runtime',
+      config: routed(r.seq, 'old.example be\nnew.example be\n'),
+      ops: [{ kind: 'map-add', map: 'hosts.map', ref: 'maps/hosts.map', key: 'new.example', value: 'be' }],
+      backends: [],
+      entries: [{ map: 'hosts.map', key: 'new.example', value: 'be' }],
+    });
+    marbles().run(({ hot, expectObservable }) => {
+      // Validated 2 began before fast path 3 added new.example: it would take the entry back. Validated 3 has it (in its own order).
+      const validated$ = hot<ValidatedEvent>('a----b---c', {
+        a: validated(1, routed(1, 'old.example be\n')),
+        b: validated(2, routed(2, 'old.example be\n')),
+        c: validated(3, routed(3, 'new.example be\nold.example be\n')),
+      });
+      const reconciles$ = hot<Reconcile>('--d-------', { d: reconcile(3) });
+      const shown = map((e: FastEvent | ValidatedEvent) => (e.type === 'ValidatedSuperseded' ? `X${e.reconcile.seq}:${(e.entries ?? []).join(',')}` : e.type === 'FastPathPlanned' ? `F${e.reconcile.seq}:${(e.entries ?? []).join(',')}` : `${e.type[0]}${e.reconcile.seq}`));
+      expectObservable(fastPath(reconciles$, validated$, { plan }).pipe(shown)).toBe('a-d--x---c', { a: 'V1', d: 'F3:hosts.map new.example', x: 'X2:hosts.map new.example', c: 'V3' });
+    });
+  });
+
+  it('stops a validated configuration that routes an added key elsewhere', () => {
+    const routed = (entries: string) => sealRendered({ main: 'backend be\n', maps: { 'hosts.map': entries }, files: {}, certs: {} });
+    const plan = (): FastPathOutcome => ({ kind: 'runtime', config: routed('new.example be\n'), ops: [], backends: [], entries: [{ map: 'hosts.map', key: 'new.example', value: 'be' }] });
+    marbles().run(({ hot, expectObservable }) => {
+      const validated$ = hot<ValidatedEvent>('a---b', { a: validated(1, routed('')), b: validated(2, routed('new.example other\n')) });
+      const reconciles$ = hot<Reconcile>('--c--', { c: reconcile(3) });
+      expectObservable(fastPath(reconciles$, validated$, { plan }).pipe(label)).toBe('a-c-x', { a: 'V1', c: 'F3:', x: 'X2' });
+    });
+  });
+
   it('after a batch it cannot take, waits for the validated configuration that has it before planning again', () => {
     const p = planner([2]);
     marbles().run(({ hot, expectObservable }) => {

@@ -134,19 +134,21 @@ export type ControllerEvent =
    */
   | { type: 'ValidationUnavailable'; reconcile: Reconcile; config: RenderedConfig; message: string; attempt: number; retryInMs: number; durationMs: number }
   /**
-   * The fast path found the batch's changes to be new server lines of `backends` only, and
+   * The fast path found the batch's changes to be new server lines of `backends` and new
+   * map `entries` (`<map> <key>`) only, and
    * goes to the instances with the runtime operations from the configuration `from` (a
    * hash) to `config`, ahead of the full render, which follows.
    */
-  | { type: 'FastPathPlanned'; reconcile: Reconcile; config: RenderedConfig; from: string; ops: readonly RuntimeOp[]; backends: readonly string[]; durationMs: number }
+  | { type: 'FastPathPlanned'; reconcile: Reconcile; config: RenderedConfig; from: string; ops: readonly RuntimeOp[]; backends: readonly string[]; entries?: readonly string[]; durationMs: number }
   /** The fast path could not take these changes: the full path alone applies them. */
   | { type: 'FastPathSkipped'; reconcile: Reconcile; reason: string; durationMs: number }
   /**
    * A validated configuration whose render began before the fast path applied newer
-   * server lines to `backends`: deploying it would take them back, so it goes no further;
+   * server lines to `backends` or map `entries` (`<map> <key>`): deploying it would take
+   * them back, so it goes no further;
    * the render that began after them follows.
    */
-  | { type: 'ValidatedSuperseded'; reconcile: Reconcile; backends: readonly string[] }
+  | { type: 'ValidatedSuperseded'; reconcile: Reconcile; backends: readonly string[]; entries?: readonly string[] }
   | { type: 'DeploymentStarted'; deployment: Deployment }
   | { type: 'InstanceDeployed'; deployment: Deployment; result: InstanceResult }
   | { type: 'InstanceDeployFailed'; deployment: Deployment; result: InstanceResult }

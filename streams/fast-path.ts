@@ -1,11 +1,12 @@
 import { type Observable, type SchedulerLike, asyncScheduler, defer, map, merge, mergeMap, withLatestFrom } from 'rxjs';
 import type { ControllerEvent, DeployRequest, Desired, Reconcile, ValidatedEvent } from '../src/events.ts';
 import type { RuntimeOp } from '../src/haproxy/plan-types.ts';
+import { type AppliedEntry, mapValue } from '../src/templating/fast-maps.ts';
 import { type RenderedConfig, serverLines } from '../src/templating/rendered.ts';
 
 export type FastPathOutcome =
   | { kind: 'none' }
-  | { kind: 'runtime'; config: RenderedConfig; ops: readonly RuntimeOp[]; backends: readonly string[] }
+  | { kind: 'runtime'; config: RenderedConfig; ops: readonly RuntimeOp[]; backends: readonly string[]; entries?: readonly AppliedEntry[] }
   | { kind: 'unsupported'; reason: string };
 
 export type FastEvent = Extract<ControllerEvent, { type: 'FastPathPlanned' | 'FastPathSkipped' | 'ValidatedSuperseded' }>;
@@ -13,7 +14,8 @@ export type FastEvent = Extract<ControllerEvent, { type: 'FastPathPlanned' | 'Fa
 export interface FastPathDeps {
   /**
    * What the changes of `reconcile` do to `base` (the configuration the instances run or
-   * are being given), as new server lines applied at runtime; synchronous and cheap.
+   * are being given), as new server lines and map entries applied at runtime;
+   * synchronous and cheap.
    */
   plan(base: RenderedConfig, reconcile: Reconcile): FastPathOutcome;
   scheduler?: SchedulerLike;
@@ -22,7 +24,8 @@ export interface FastPathDeps {
 /**
  * The fast path, a branch beside render and validate. Each batch of changes goes here
  * as it goes to the full render: when the changes are new server lines only (an
- * EndpointSlice), they become a configuration with those lines and the runtime
+ * EndpointSlice) or new map entries (a new Ingress host or path on a backend that
+ * exists), they become a configuration with those lines or entries and the runtime
  * operations to it, planned at once and sent to the instances ahead of the full render
  * (FastPathPlanned); anything else is left to the full path (FastPathSkipped).
  *
@@ -32,8 +35,8 @@ export interface FastPathDeps {
  * that lacks a change.
  *
  * It is also the gate between validation and deployment: a validated configuration
- * whose render began before the fast path applied newer server lines, and that writes
- * those backends differently, would take them back; it goes no further
+ * whose render began before the fast path applied newer server lines or map entries, and
+ * that writes those backends differently or lacks those entries, would take them back; it goes no further
  * (ValidatedSuperseded), since the render begun after them follows. Validated
  * configurations that agree pass on, as Validated events.
  */
@@ -43,14 +46,18 @@ export function fastPath(reconciles$: Observable<Reconcile>, validated$: Observa
     let base: { config: RenderedConfig; seq: number } | undefined;
     /** Server lines the fast path applied, by backend, with the reconciliation that applied them. */
     const applied = new Map<string, { seq: number; lines: string | undefined }>();
+    /** Map entries the fast path added, by map and key, with the reconciliation that added them. */
+    const entries = new Map<string, AppliedEntry & { seq: number }>();
     /** The earliest reconciliation the fast path left to the full path, until a validated one has it. */
     let waitFor = 0;
 
     const onValidated = (event: ValidatedEvent): (FastEvent | ValidatedEvent)[] => {
       const seq = event.reconcile.seq;
       const behind = [...applied].filter(([backend, a]) => a.seq > seq && serverLines(event.config, backend) !== a.lines).map(([backend]) => backend);
-      if (behind.length > 0) return [{ type: 'ValidatedSuperseded', reconcile: event.reconcile, backends: behind }];
+      const missing = [...entries.values()].filter((e) => e.seq > seq && mapValue(event.config, e.map, e.key) !== e.value).map((e) => `${e.map} ${e.key}`);
+      if (behind.length > 0 || missing.length > 0) return [{ type: 'ValidatedSuperseded', reconcile: event.reconcile, backends: behind, ...(missing.length > 0 && { entries: missing }) }];
       for (const [backend, a] of applied) if (a.seq <= seq) applied.delete(backend);
+      for (const [key, e] of entries) if (e.seq <= seq) entries.delete(key);
       // A validated configuration byte for byte the one the fast path planned (its full render
       // agrees) keeps the planned object as the base: what the next plan needs of it (the
       // parsed configuration, the index of server lines) is kept with that object, ready.
@@ -76,7 +83,9 @@ export function fastPath(reconciles$: Observable<Reconcile>, validated$: Observa
           const from = base.config.hash;
           base = { config: outcome.config, seq: reconcile.seq };
           for (const backend of outcome.backends) applied.set(backend, { seq: reconcile.seq, lines: serverLines(outcome.config, backend) });
-          return [{ type: 'FastPathPlanned', reconcile, config: outcome.config, from, ops: outcome.ops, backends: outcome.backends, durationMs }];
+          for (const e of outcome.entries ?? []) entries.set(`${e.map}\u0001${e.key}`, { ...e, seq: reconcile.seq });
+          const added = (outcome.entries ?? []).map((e) => `${e.map} ${e.key}`);
+          return [{ type: 'FastPathPlanned', reconcile, config: outcome.config, from, ops: outcome.ops, backends: outcome.backends, ...(added.length > 0 && { entries: added }), durationMs }];
         }
       }
     };

@@ -8,7 +8,7 @@ import type { ResourceChange } from '../k8s/resource.ts';
 import type { ResourceView } from '../k8s/store.ts';
 import { rememberStructure } from '../haproxy/structure.ts';
 import { DEFAULT_RENDER_TIMEOUT_MS } from '../templating/engine.ts';
-import { planFast } from '../templating/fast-path.ts';
+import { planFastPath } from '../templating/fast-maps.ts';
 import { RenderWorker, type WorkerRender } from '../templating/render-worker.ts';
 import type { RenderedConfig } from '../templating/rendered.ts';
 import { type GraphDeps, graph } from '../../streams/graph.ts';
@@ -81,8 +81,8 @@ export function controllerGraph(loaded: LoadedConfig, io: ControllerIO): Observa
           io.onRender?.({ loaded, values, resources });
           return fromAbortable((signal) => worker.render(resources, signal)).pipe(mergeMap(renderOutcome));
         }),
-      // The fast path renders a few server snippets here, with the templates compiled in this thread.
-      fastPlan: ({ base, reconcile, resources }) => planFast(base, reconcile.cause.changes, { templates: loaded.templates, values, timeoutMs, resources }),
+      // The fast path renders a few server or map entry snippets here, with the templates compiled in this thread.
+      fastPlan: ({ base, reconcile, resources }) => planFastPath(base, reconcile.cause.changes, { templates: loaded.templates, values, timeoutMs, resources }),
       validate: (rendered: RenderedConfig) =>
         fromAbortable((signal) => io.validator.validate(rendered, signal)).pipe(
           map((result): ValidateOutcome => {

@@ -65,6 +65,11 @@ export function configOf(rendered: RenderedConfig): HaproxyConfig {
   return config;
 }
 
+/** A configuration made from `from` with the same haproxy.cfg (the fast path's map entries) shares its parse. */
+export function shareParse(from: RenderedConfig, to: RenderedConfig): void {
+  if (from.main === to.main) parsed.set(to, configOf(from));
+}
+
 function auxReasons(what: string, before: Readonly<Record<string, string>>, after: Readonly<Record<string, string>>): string[] {
   const names = [...new Set([...Object.keys(before), ...Object.keys(after)])].sort(compareStrings);
   const reasons: string[] = [];

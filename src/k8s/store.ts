@@ -202,6 +202,11 @@ export class Store implements ResourceView {
     return this.get(...keys)[0];
   }
 
+  /** The object stored under a store key (`namespace/name`), whatever the index keys. */
+  object(key: string): KubeObject | undefined {
+    return this.objects.get(key);
+  }
+
   /** The store key of an object, or a problem when it has no name to be stored under. */
   private keyOf(object: KubeObject): string | StoreProblem {
     const metadata: unknown = object?.metadata;

@@ -76,7 +76,7 @@ export function logLine(event: ControllerEvent): LogLine {
       const shown = event.backends.slice(0, MAX_PROBLEMS).join(', ') + (event.backends.length > MAX_PROBLEMS ? ` and ${event.backends.length - MAX_PROBLEMS} more` : '');
       return {
         level: 'info',
-        msg: `fast path: ${event.ops.length} runtime change(s) to the servers of ${shown}, planned in ${event.durationMs} ms`,
+        msg: `fast path: ${event.ops.length} runtime change(s) to ${[...(event.backends.length > 0 ? [`the servers of ${shown}`] : []), ...(event.entries?.length ? [`${event.entries.length} map entr${event.entries.length === 1 ? 'y' : 'ies'}`] : [])].join(' and ')}, planned in ${event.durationMs} ms`,
         fields: { reconcile: event.reconcile.seq, backends: event.backends.length, runtimeOps: event.ops.length, durationMs: event.durationMs },
       };
     }
@@ -85,7 +85,7 @@ export function logLine(event: ControllerEvent): LogLine {
     case 'ValidatedSuperseded':
       return {
         level: 'debug',
-        msg: `valid, but older than the servers the fast path applied to ${event.backends.slice(0, MAX_PROBLEMS).join(', ')}: not deployed, a newer render follows`,
+        msg: `valid, but older than ${[...(event.backends.length > 0 ? [`the servers the fast path applied to ${event.backends.slice(0, MAX_PROBLEMS).join(', ')}`] : []), ...(event.entries?.length ? [`the map entries it added (${event.entries.slice(0, MAX_PROBLEMS).join(', ')})`] : [])].join(' and ')}: not deployed, a newer render follows`,
         fields: { reconcile: event.reconcile.seq, backends: event.backends.length },
       };
     case 'DeploymentStarted': {

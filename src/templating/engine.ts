@@ -82,6 +82,8 @@
 import type { Options } from 'ejs';
 import type { RenderError } from '../events.ts';
 import type { ResourceView } from '../k8s/store.ts';
+import type { KubeObject } from '../k8s/resource.ts';
+import { type Entry, MapDeclarationLog, declarationTarget, readDeclaration } from './map-entries.ts';
 import { type AuxKind, AUX_KINDS, type RenderedConfig, type ServerSet, auxPath, readKey, sealRendered } from './rendered.ts';
 import { abortRender, describeValue } from './abort.ts';
 import { auxText, haproxyWord, isFileName } from './escape.ts';
@@ -329,24 +331,7 @@ export function renderTemplates(templates: CompiledTemplates, input: RenderInput
         values: readOnly(input.values),
         h: helpersInRealm(templates),
       };
-      const includeSnippet = (name: unknown, args?: unknown): string => {
-        if (typeof name !== 'string') return abortRender(`include() takes a snippet name, got ${describeValue(name)}`);
-        const snippet = templates.snippets.get(name);
-        if (!snippet) {
-          const known = [...templates.snippets.keys()].join(', ') || 'none';
-          return abortRender(`unknown snippet ${JSON.stringify(name)} (snippets: ${known})`);
-        }
-        if (active.includes(snippet.label)) return abortRender(`include cycle: ${[...active, snippet.label].join(' -> ')}`);
-        const locals = snippetLocals(args, context);
-        active.push(snippet.label);
-        try {
-          return snippet.render(locals);
-        } catch (thrown) {
-          throw faultFrom(thrown, snippet);
-        } finally {
-          active.pop();
-        }
-      };
+      const includeSnippet = snippetIncluder(templates, context, active);
       context.include = realm.expose(includeSnippet);
       const pending: Omit<ServerSet, 'start' | 'end'>[] = [];
       const texts: string[] = [];
@@ -373,7 +358,17 @@ export function renderTemplates(templates: CompiledTemplates, input: RenderInput
         texts.push(text);
         // A marker where the lines go, resolved once haproxy.cfg is complete: that tells where they stand.
         return `\u0000${pending.length - 1}\u0000`;
-      };      const run = (unit: CompiledTemplate, escape: Escape): string => {
+      };
+      const declarations = new MapDeclarationLog();
+      const setNames = new Set(Object.keys(input.resources));
+      collected.mapEntries = (set, object, snippet, args) => {
+        if (reading) return abortRender('mapEntries() cannot be called from the snippet of a servers()');
+        const target = declarationTarget(set, object, setNames);
+        const { json, text, declared } = renderEntries(templates, includeSnippet, snippet, args, object);
+        declarations.add(snippet as string, json, { ...target, ...declared });
+        return realm.sealText(text);
+      };
+      const run = (unit: CompiledTemplate, escape: Escape): string => {
         current = unit.label;
         collected.file = unit.label;
         snippetEscape.current = escape;
@@ -398,9 +393,11 @@ export function renderTemplates(templates: CompiledTemplates, input: RenderInput
       for (const [name, content] of collected.certs) certs[name] = content;
       const referencing = [...collected.referencing];
       const serverSets = sets.length > 0 || pending.length > 0 ? { sets, reads: [...reads] } : undefined;
+      const declared = declarations.result();
+      const sealed = sealRendered({ main, maps, files, certs, ...(referencing.length > 0 && { referencing }) }, serverSets);
       const result: RenderResult = {
         ok: true,
-        config: sealRendered({ main, maps, files, certs, ...(referencing.length > 0 && { referencing }) }, serverSets),
+        config: declared ? { ...sealed, mapEntries: declared } : sealed,
         warnings: [...collected.warnings.values()],
         statuses: collectStatuses(collected.declarations),
       };
@@ -501,6 +498,85 @@ export function renderServerSets(templates: CompiledTemplates, sets: readonly Pi
     const fault = asFault(thrown);
     if (fault) return { ok: false, error: { ...fault.fault } };
     return { ok: false, error: { template: current, message: `internal error while rendering: ${errorText(thrown)}` } };
+  } finally {
+    if (session) session.current = undefined;
+  }
+}
+
+/** `include` for one render: snippets of the set by name, with cycles refused; `active` names those running. */
+function snippetIncluder(templates: CompiledTemplates, context: Record<string, unknown>, active: string[]): (name: unknown, args?: unknown) => string {
+  return (name, args) => {
+    if (typeof name !== 'string') return abortRender(`include() takes a snippet name, got ${describeValue(name)}`);
+    const snippet = templates.snippets.get(name);
+    if (!snippet) {
+      const known = [...templates.snippets.keys()].join(', ') || 'none';
+      return abortRender(`unknown snippet ${JSON.stringify(name)} (snippets: ${known})`);
+    }
+    if (active.includes(snippet.label)) return abortRender(`include cycle: ${[...active, snippet.label].join(' -> ')}`);
+    const locals = snippetLocals(args, context);
+    active.push(snippet.label);
+    try {
+      return snippet.render(locals);
+    } catch (thrown) {
+      throw faultFrom(thrown, snippet);
+    } finally {
+      active.pop();
+    }
+  };
+}
+
+/** A mapEntries snippet rendered for one object: its arguments (as JSON) and `object` as locals; what it declared. */
+function renderEntries(templates: CompiledTemplates, include: (name: unknown, args?: unknown) => string, snippet: unknown, args: unknown, object: unknown): { json: string; text: string; declared: ReturnType<typeof readDeclaration> } {
+  if (typeof snippet !== 'string' || !templates.snippets.has(snippet)) return abortRender(`mapEntries(): ${describeValue(snippet)} is not the name of a snippet`);
+  let json: string;
+  try {
+    json = JSON.stringify(args ?? {}) ?? 'null';
+  } catch (err) {
+    return abortRender(`mapEntries(): the arguments must be plain data (${errorText(err)})`);
+  }
+  const realm = templateRealm();
+  const parsed = realm.sealText(json);
+  if (parsed === null || typeof parsed !== 'object' || Array.isArray(parsed) || 'object' in parsed) return abortRender('mapEntries(): the arguments must be an object without a key "object"');
+  const text = include(snippet, realm.record([...Object.entries(parsed), ['object', object]]));
+  return { json, text, declared: readDeclaration(snippet, text, new Set(templates.maps.keys())) };
+}
+
+export type ObjectEntriesResult = { ok: true; maps: Record<string, Entry[]>; mapsOnly: boolean; warnings: number } | { ok: false; error: RenderError };
+
+/**
+ * Renders the mapEntries snippet of one object alone, as the full render would (with
+ * `include` and h.once, in a session of its own): the fast path's entries for a new or
+ * changed object. An object the snippet skips is an error here; the warnings are counted,
+ * not reported (the full render reports them).
+ */
+export function renderObjectEntries(templates: CompiledTemplates, declaration: { snippet: string; args: string }, object: KubeObject, input: RenderInput, options: RenderOptions = {}): ObjectEntriesResult {
+  const active: string[] = [];
+  const session = sessions.get(templates);
+  try {
+    if (!session) return { ok: false, error: { template: 'haproxy.cfg', message: 'templates must come from compileTemplates' } };
+    const snippetEscape = snippetEscapes.get(templates)!;
+    const realm = templateRealm();
+    return realm.run((): ObjectEntriesResult => {
+      const collected: RenderSession = {
+        ...openSession(unitsOf.get(templates)!, () => active.at(-1) ?? `snippets/${declaration.snippet}`),
+        servers: () => abortRender('servers() writes server lines of haproxy.cfg, not of a mapEntries snippet'),
+        mapEntries: () => abortRender('mapEntries() cannot be called from the snippet of another mapEntries()'),
+      };
+      session.current = collected;
+      snippetEscape.current = auxText;
+      const context: Record<string, unknown> = { resources: resourceSets(input.resources), values: readOnly(input.values), h: helpersInRealm(templates) };
+      const include = snippetIncluder(templates, context, active);
+      context.include = realm.expose(include);
+      const { declared } = renderEntries(templates, include, declaration.snippet, realm.sealText(declaration.args), readOnly(object));
+      const fault = collected.faults.verdict();
+      if (fault) return { ok: false, error: fault };
+      return { ok: true, ...declared, warnings: collected.warnings.size };
+    }, options.timeoutMs ?? DEFAULT_RENDER_TIMEOUT_MS);
+  } catch (thrown) {
+    if (thrown instanceof RenderTimeout) return { ok: false, error: { template: active.at(-1) ?? `snippets/${declaration.snippet}`, message: thrown.message } };
+    const fault = asFault(thrown);
+    if (fault) return { ok: false, error: { ...fault.fault } };
+    return { ok: false, error: { template: `snippets/${declaration.snippet}`, message: `internal error while rendering: ${errorText(thrown)}` } };
   } finally {
     if (session) session.current = undefined;
   }

@@ -128,6 +128,16 @@ export interface Helpers {
    */
   servers(backend: unknown, snippet: unknown, args?: unknown): string;
   /**
+   * What one object of watched set `set` adds to map files, as snippet `snippet` renders
+   * it with `locals.object` and `args` (plain data, copied as JSON, the same for every
+   * object of the set): the snippet writes JSON `{ maps: { '<map file>': [[key, value]] },
+   * mapsOnly, ... }`, which this returns parsed, for the template to build its maps from.
+   * The controller records each call, so that a new or changed object whose snippet says
+   * `mapsOnly` and whose keys nothing else holds has its entries added at runtime at
+   * once, ahead of the full render (see map-entries.ts).
+   */
+  mapEntries(set: unknown, object: unknown, snippet: unknown, args?: unknown): unknown;
+  /**
    * Adds a certificate file `ssl/<name>` with this content to the render and
    * returns its path. Registering the same name again with the same content
    * is a no-op; with other content, or a name a certificate template has, it
@@ -204,6 +214,8 @@ export interface RenderSession {
   faults: SystematicFaults;
   /** h.servers, as the running render implements it. */
   servers?(backend: unknown, snippet: unknown, args: unknown): string;
+  /** h.mapEntries, as the running render implements it. */
+  mapEntries?(set: unknown, object: unknown, snippet: unknown, args: unknown): unknown;
 }
 
 /** A property path (as for get) or a function of the item. */
@@ -369,6 +381,11 @@ export function createHelpers(known: KnownFiles, session: () => RenderSession | 
       const open = session() ?? abortRender('servers() renders within a render, and no render is running');
       if (!open.servers) abortRender('servers() is not available in this render');
       return open.servers(backend, snippet, args);
+    },
+    mapEntries: (set, object, snippet, args) => {
+      const open = session() ?? abortRender('mapEntries() renders within a render, and no render is running');
+      if (!open.mapEntries) abortRender('mapEntries() is not available in this render');
+      return open.mapEntries(set, object, snippet, args);
     },
     certFile: (name, content) => {
       const open = session() ?? abortRender('certFile() adds to a render, and no render is running');

@@ -1,4 +1,5 @@
 import { createHash } from 'node:crypto';
+import type { MapDeclarations } from './map-entries.ts';
 
 /**
  * Everything one render produces. Auxiliary files are keyed by file name (no
@@ -24,6 +25,8 @@ export interface RenderedConfig extends RenderedFiles {
   hash: string;
   /** What h.servers recorded, for the fast path; not part of the hash (it is derived from the files). */
   serverSets?: ServerSets;
+  /** What h.mapEntries recorded, for the fast path; not part of the hash either. */
+  mapEntries?: MapDeclarations;
 }
 
 /** One h.servers call whose output stands exactly once in haproxy.cfg. */

@@ -80,7 +80,7 @@ describe('faults: one bad object, one bad configuration path (haprx local)', () 
   });
 
   it('fails the render on a template typo that throws for every Ingress, rather than deploying a configuration without them, and takes the fix', async (t) => {
-    const file = join(haprx.templates, 'snippets', 'ingress-model');
+    const file = join(haprx.templates, 'snippets', 'ingress-routes');
     const good = await readFile(file, 'utf8');
     const typo = good.replace("h.list(ing.spec?.rules, 'spec.rules')", "h.list(ing.spce.rules, 'spec.rules')");
     assert.notEqual(typo, good, 'the shipped ingress model reads spec.rules through h.list');
@@ -93,7 +93,7 @@ describe('faults: one bad object, one bad configuration path (haprx local)', () 
     await save(file, typo);
     const failed = await haprx.until('the render to fail', () => haprx.logged(mark, /^render failed at /));
     t.diagnostic(`render failed ${Date.now() - savedAt} ms after the typo was saved: ${failed.msg}`);
-    assert.match(failed.msg, new RegExp(`^render failed at snippets/ingress-model:${line}: TypeError: Cannot read properties of undefined \\(reading 'rules'\\), thrown for every Ingress read there \\(\\d+ of \\d+: shop/api, shop/bad, shop/shop, …\\): a fault of the template`));
+    assert.match(failed.msg, new RegExp(`^render failed at snippets/ingress-routes:${line}: TypeError: Cannot read properties of undefined \\(reading 'rules'\\), thrown for every Ingress read there \\(\\d+ of \\d+: shop/api, shop/bad, shop/shop, …\\): a fault of the template`));
     assert.equal(haprx.logged(mark, /^deployed to local/), undefined, 'nothing deployed');
     assert.equal(haprx.logged(mark, /skipping what is invalid/), undefined, 'no Ingress reported as skipped');
 

@@ -847,7 +847,7 @@ describe('fuzz: structurally wrong objects', () => {
     assert.deepEqual(others, []);
     assert.deepEqual(warning?.ref, { apiVersion: 'networking.k8s.io/v1', kind: 'Ingress', namespace: 'shop', name: 'shop' });
     assert.equal(warning?.skipped, true);
-    assert.equal(warning?.template, 'snippets/ingress-model');
+    assert.equal(warning?.template, 'snippets/ingress-routes');
     assert.ok(typeof warning?.line === 'number' && warning.line > 0);
     assert.match(warning?.message ?? '', /^skipped: /);
     assert.ok(!result.config.maps['prefix.map']!.includes('tls.example'), 'nothing of the skipped Ingress is served');

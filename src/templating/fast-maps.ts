@@ -1,0 +1,197 @@
+/**
+ * The fast path for map entries: a new or changed object of a set the templates declare
+ * through h.mapEntries (map-entries.ts) is rendered alone, with its snippet, and what it
+ * adds is applied as `add map` on the maps haproxy loaded, ahead of the full render.
+ *
+ * It takes only what the full render cannot answer otherwise: it declines (the full
+ * path then does everything) when an object is deleted or relisted, when its snippet
+ * fails, skips it or warns, when it asks for more than map entries (`mapsOnly` false,
+ * e.g. a certificate, basic auth, another controller's annotations), when a key it adds
+ * is held by another object (a conflict the full render settles by age), when it changes
+ * or drops an entry it had, when an entry routes to a backend the running configuration
+ * lacks, when something other than its own snippet reads it by key, and when a map is
+ * loaded other than once as a map.
+ */
+import type { ChangeRef } from '../events.ts';
+import { type RuntimeOp, configOf, shareParse } from '../haproxy/plan.ts';
+import { parseMapFile } from '../haproxy/map-file.ts';
+import { mapReferences } from '../haproxy/plan-maps.ts';
+import { type KubeObject, objectKey } from '../k8s/resource.ts';
+import { renderObjectEntries } from './engine.ts';
+import { type FastPathInput, type FastPathSet, type FastPlan, planFast } from './fast-path.ts';
+import type { DeclaredObject, MapDeclarations } from './map-entries.ts';
+import { type RenderedConfig, readKey, sealRendered } from './rendered.ts';
+
+/** A set the map fast path reads: also its objects by store key. */
+export interface MapFastSet extends FastPathSet {
+  object(key: string): KubeObject | undefined;
+}
+
+export interface MapFastInput extends Omit<FastPathInput, 'resources'> {
+  resources: ReadonlyMap<string, MapFastSet>;
+}
+
+/** A map entry the fast path added: the full render must have it too. */
+export interface AppliedEntry {
+  map: string;
+  key: string;
+  value: string;
+}
+
+export type FastMapPlan = FastPlan | { kind: 'runtime'; config: RenderedConfig; ops: readonly RuntimeOp[]; backends: readonly string[]; entries: readonly AppliedEntry[] };
+
+const describe = (change: ChangeRef) => `${change.kind ?? change.resource} ${change.namespace ? `${change.namespace}/` : ''}${change.name ?? ''}`.trim();
+
+/** Declared objects by `set\u0001key`, per declarations. */
+const byObject = new WeakMap<MapDeclarations, Map<string, DeclaredObject>>();
+function objectsOf(declarations: MapDeclarations): Map<string, DeclaredObject> {
+  let index = byObject.get(declarations);
+  if (!index) {
+    index = new Map(declarations.objects.map((o) => [`${o.set}\u0001${o.key}`, o]));
+    byObject.set(declarations, index);
+  }
+  return index;
+}
+
+/** The entries of the map file seen last, by key: successive bases share their map text. */
+const lastMaps = new Map<string, { text: string; entries: Map<string, string> }>();
+function entriesOf(name: string, text: string): Map<string, string> {
+  const held = lastMaps.get(name);
+  if (held && held.text === text) return held.entries;
+  const entries = new Map<string, string>();
+  // With duplicate keys haproxy's `add map` and `del map` act on all: the first one is what a lookup finds.
+  for (const e of parseMapFile(text)) if (!entries.has(e.key)) entries.set(e.key, e.value);
+  lastMaps.set(name, { text, entries });
+  return entries;
+}
+
+/** Lookups made outside the server lines, per list of them. */
+const readSets = new WeakMap<readonly string[], Set<string>>();
+function readsOf(reads: readonly string[]): Set<string> {
+  let set = readSets.get(reads);
+  if (!set) readSets.set(reads, (set = new Set(reads)));
+  return set;
+}
+
+/** The value a map file of `config` gives `key`, if any: how the fast path's gate checks a full render. */
+export function mapValue(config: RenderedConfig, map: string, key: string): string | undefined {
+  const text = config.maps[map];
+  return text === undefined ? undefined : entriesOf(map, text).get(key);
+}
+
+export function planMapEntries(base: RenderedConfig, changes: readonly ChangeRef[], input: MapFastInput): FastMapPlan {
+  const declarations = base.mapEntries;
+  const reads = base.serverSets?.reads;
+  if (!declarations || !reads) return { kind: 'unsupported', reason: 'the templates declare no map entries (h.mapEntries)' };
+  const objects = objectsOf(declarations);
+  const added = new Map<string, Map<string, string>>();
+  const updated: DeclaredObject[] = [];
+  const applied: AppliedEntry[] = [];
+  const backends = new Set<string>();
+  for (const change of changes) {
+    const declaration = declarations.sets[change.resource];
+    if (change.type !== 'upsert' || change.name === undefined) return { kind: 'unsupported', reason: `${describe(change)}: a ${change.type} takes the full path` };
+    if (!declaration) return { kind: 'unsupported', reason: `${describe(change)}: its set is not declared through h.mapEntries with one snippet` };
+    const set = input.resources.get(change.resource);
+    const key = objectKey({ metadata: { name: change.name, ...(change.namespace !== undefined && { namespace: change.namespace }) } });
+    const object = set?.object(key);
+    const touched = set?.touchedKeys(key);
+    if (!set || !object || !touched) return { kind: 'unsupported', reason: `${describe(change)} is no longer stored` };
+    if (touched.some((k) => readsOf(reads).has(readKey(change.resource, k)))) return { kind: 'unsupported', reason: `${describe(change)} is looked up by key outside its h.mapEntries snippet` };
+    const rendered = renderObjectEntries(input.templates, declaration, object, { resources: Object.fromEntries(input.resources), values: input.values }, { timeoutMs: input.timeoutMs });
+    if (!rendered.ok) return { kind: 'unsupported', reason: `${describe(change)}: ${rendered.error.template}${rendered.error.line !== undefined ? `:${rendered.error.line}` : ''}: ${rendered.error.message}` };
+    if (!rendered.mapsOnly) return { kind: 'unsupported', reason: `${describe(change)} asks for more than map entries` };
+    if (rendered.warnings > 0) return { kind: 'unsupported', reason: `${describe(change)}: its snippet warns about it; the full render tells` };
+    const before = objects.get(`${change.resource}\u0001${key}`);
+    if (before && !before.mapsOnly) return { kind: 'unsupported', reason: `${describe(change)} asked for more than map entries before` };
+
+    for (const name of new Set([...Object.keys(before?.maps ?? {}), ...Object.keys(rendered.maps)])) {
+      const text = base.maps[name];
+      if (text === undefined) return { kind: 'unsupported', reason: `${describe(change)}: map ${name} is not rendered` };
+      const live = entriesOf(name, text);
+      const batch = added.get(name) ?? new Map<string, string>();
+      added.set(name, batch);
+      const had = new Map(before?.maps[name] ?? []);
+      const wants = new Map<string, string>();
+      for (const [k, v] of rendered.maps[name] ?? []) {
+        if (wants.has(k)) return { kind: 'unsupported', reason: `${describe(change)}: its snippet declares ${name} key ${k} twice` };
+        wants.set(k, v);
+      }
+      for (const [k, v] of had) {
+        // What it had must stay as it was, and be live: otherwise the full render settles who holds it.
+        if (wants.get(k) !== v) return { kind: 'unsupported', reason: `${describe(change)} changes or drops its ${name} entry ${k}` };
+        if (live.get(k) !== v) return { kind: 'unsupported', reason: `${describe(change)}: its ${name} entry ${k} is not the one haproxy has` };
+      }
+      for (const [k, v] of wants) {
+        if (had.has(k)) continue;
+        if (live.has(k) || batch.has(k)) return { kind: 'unsupported', reason: `${describe(change)}: ${name} key ${k} is already held by another object` };
+        batch.set(k, v);
+        applied.push({ map: name, key: k, value: v });
+        backends.add(v);
+      }
+    }
+    updated.push({ set: change.resource, key, maps: rendered.maps, mapsOnly: true });
+  }
+  if (applied.length === 0) return { kind: 'none' };
+  for (const backend of backends) {
+    // Values route to backends (h.mapEntries' contract): one the running haproxy.cfg lacks needs the full path.
+    if (!base.main.includes(`\nbackend ${backend}\n`)) return { kind: 'unsupported', reason: `backend ${backend} is not in the running configuration` };
+  }
+
+  const parsed = configOf(base);
+  const ops: RuntimeOp[] = [];
+  const maps: Record<string, string> = { ...base.maps };
+  for (const [name, batch] of added) {
+    if (batch.size === 0) continue;
+    const { refs, other } = mapReferences(parsed, name);
+    if (other.length > 0 || refs.length > 1) return { kind: 'unsupported', reason: `map ${name} is loaded other than once as a map` };
+    const text = maps[name]!;
+    const lines = [...batch].map(([k, v]) => `${k} ${v}\n`).join('');
+    // Added entries land last in haproxy's map, as they do in the file.
+    maps[name] = text === '' || text.endsWith('\n') ? text + lines : `${text}\n${lines}`;
+    if (refs.length === 1) for (const [k, v] of batch) ops.push({ kind: 'map-add', map: name, ref: refs[0]!, key: k, value: v });
+  }
+
+  const config: RenderedConfig = {
+    ...sealRendered({ main: base.main, maps, files: base.files, certs: base.certs, ...(base.referencing && { referencing: base.referencing }) }, base.serverSets),
+    mapEntries: withObjects(declarations, updated),
+  };
+  shareParse(base, config);
+  // The next plan reads the maps as this one left them.
+  for (const [name, batch] of added) {
+    if (batch.size === 0) continue;
+    const entries = new Map(entriesOf(name, base.maps[name]!));
+    for (const [k, v] of batch) entries.set(k, v);
+    lastMaps.set(name, { text: config.maps[name]!, entries });
+  }
+  return { kind: 'runtime', config, ops, backends: [], entries: applied };
+}
+
+/** The declarations with these objects' new records. */
+function withObjects(declarations: MapDeclarations, updated: readonly DeclaredObject[]): MapDeclarations {
+  const index = new Map(objectsOf(declarations));
+  for (const o of updated) index.set(`${o.set}\u0001${o.key}`, o);
+  const next: MapDeclarations = { sets: declarations.sets, objects: [...index.values()] };
+  byObject.set(next, index);
+  return next;
+}
+
+/**
+ * The fast path for a batch: changes of sets declared through h.mapEntries go to
+ * planMapEntries, the others to planFast (server lines), the map entries planned on
+ * the configuration with the new server lines. Either declining declines the batch.
+ */
+export function planFastPath(base: RenderedConfig, changes: readonly ChangeRef[], input: MapFastInput): FastMapPlan {
+  const sets = base.mapEntries?.sets;
+  const mapChanges = sets ? changes.filter((c) => sets[c.resource]) : [];
+  if (mapChanges.length === 0) return planFast(base, changes, input);
+  const others = changes.filter((c) => !sets?.[c.resource]);
+  const servers = others.length > 0 ? planFast(base, others, input) : ({ kind: 'none' } as const);
+  if (servers.kind === 'unsupported') return servers;
+  // planFast leaves the declarations out; its configuration is new and not handed on yet.
+  if (servers.kind === 'runtime') servers.config.mapEntries = base.mapEntries;
+  const entries = planMapEntries(servers.kind === 'runtime' ? servers.config : base, mapChanges, input);
+  if (entries.kind !== 'runtime') return entries.kind === 'none' ? servers : entries;
+  if (servers.kind !== 'runtime') return entries;
+  return { ...entries, ops: [...servers.ops, ...entries.ops], backends: servers.backends };
+}
