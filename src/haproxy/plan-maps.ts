@@ -1,5 +1,5 @@
 /** The map part of the deployment plan: one map file, before and after. */
-import type { HaproxyConfig } from './config.ts';
+import { type ConfigLine, type HaproxyConfig, tokenize } from './config.ts';
 import { parseMapFile } from './map-file.ts';
 import type { MapEntry } from './map-file.ts';
 import type { RuntimeOp } from './plan-types.ts';
@@ -30,25 +30,46 @@ export interface MapReferences {
  */
 export function mapReferences(config: HaproxyConfig, name: string): MapReferences {
   const suffix = `maps/${name}`;
+  // Only sections that name the file are read.
+  return referencesIn(config.sections.filter((s) => s.text.includes(suffix)).flatMap((s) => s.lines), suffix);
+}
+
+/**
+ * The same, read from haproxy.cfg's text without parsing it whole: only the lines that
+ * name the file are split into words. A line that cannot be split counts as a
+ * reference of another kind.
+ */
+export function mapReferencesInText(main: string, name: string): MapReferences {
+  const suffix = `maps/${name}`;
+  const lines: Pick<ConfigLine, 'args' | 'text'>[] = [];
+  for (let at = main.indexOf(suffix); at >= 0; ) {
+    const start = main.lastIndexOf('\n', at) + 1;
+    const newline = main.indexOf('\n', at);
+    const end = newline < 0 ? main.length : newline;
+    const raw = main.slice(start, end).replace(/\r$/, '');
+    const words = tokenize(raw);
+    lines.push('error' in words ? { args: [suffix], text: raw.trim() } : words);
+    at = newline < 0 ? -1 : main.indexOf(suffix, end);
+  }
+  return referencesIn(lines, suffix);
+}
+
+function referencesIn(lines: readonly Pick<ConfigLine, 'args' | 'text'>[], suffix: string): MapReferences {
   const isOurs = (path: string) => path === suffix || path.endsWith(`/${suffix}`);
   const refs = new Set<string>();
   const other = new Set<string>();
   let orderFree = true;
-  for (const section of config.sections) {
-    // Only sections that name the file are read.
-    if (!section.text.includes(suffix)) continue;
-    for (const line of section.lines) {
-      for (const word of line.args) {
-        if (!word.includes(suffix)) continue;
-        let rest = word;
-        for (const m of word.matchAll(MAP_USE)) {
-          if (!isOurs(m[2]!)) continue;
-          refs.add(m[2]!);
-          if (!TREE_INDEXED.has(m[1]!)) orderFree = false;
-          rest = rest.replace(m[0], '');
-        }
-        if (rest.includes(suffix)) other.add(line.text);
+  for (const line of lines) {
+    for (const word of line.args) {
+      if (!word.includes(suffix)) continue;
+      let rest = word;
+      for (const m of word.matchAll(MAP_USE)) {
+        if (!isOurs(m[2]!)) continue;
+        refs.add(m[2]!);
+        if (!TREE_INDEXED.has(m[1]!)) orderFree = false;
+        rest = rest.replace(m[0], '');
       }
+      if (rest.includes(suffix)) other.add(line.text);
     }
   }
   return { refs: [...refs].sort(), other: [...other], orderFree };

@@ -59,15 +59,24 @@ const parsed = new WeakMap<RenderedConfig, HaproxyConfig>();
 export function configOf(rendered: RenderedConfig): HaproxyConfig {
   let config = parsed.get(rendered);
   if (!config) {
-    config = parseConfig(rendered.main);
+    const same = sameMain.get(rendered);
+    config = same ? configOf(same) : parseConfig(rendered.main);
     parsed.set(rendered, config);
+    sameMain.delete(rendered);
   }
   return config;
 }
 
+/** Configurations made from another with the same haproxy.cfg: they share its parse, made when first needed. */
+const sameMain = new WeakMap<RenderedConfig, RenderedConfig>();
+
 /** A configuration made from `from` with the same haproxy.cfg (the fast path's map entries) shares its parse. */
 export function shareParse(from: RenderedConfig, to: RenderedConfig): void {
-  if (from.main === to.main) parsed.set(to, configOf(from));
+  if (from.main !== to.main) return;
+  const done = parsed.get(from);
+  if (done) parsed.set(to, done);
+  // Linked to the first of them, so that a run of derived configurations holds no chain.
+  else sameMain.set(to, sameMain.get(from) ?? from);
 }
 
 function auxReasons(what: string, before: Readonly<Record<string, string>>, after: Readonly<Record<string, string>>): string[] {

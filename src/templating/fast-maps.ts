@@ -13,9 +13,9 @@
  * loaded other than once as a map.
  */
 import type { ChangeRef } from '../events.ts';
-import { type RuntimeOp, configOf, shareParse } from '../haproxy/plan.ts';
+import { type RuntimeOp, shareParse } from '../haproxy/plan.ts';
 import { parseMapFile } from '../haproxy/map-file.ts';
-import { mapReferences } from '../haproxy/plan-maps.ts';
+import { mapReferencesInText } from '../haproxy/plan-maps.ts';
 import { type KubeObject, objectKey } from '../k8s/resource.ts';
 import { renderObjectEntries } from './engine.ts';
 import { type FastPathInput, type FastPathSet, type FastPlan, planFast } from './fast-path.ts';
@@ -138,12 +138,11 @@ export function planMapEntries(base: RenderedConfig, changes: readonly ChangeRef
     if (!base.main.includes(`\nbackend ${backend}\n`)) return { kind: 'unsupported', reason: `backend ${backend} is not in the running configuration` };
   }
 
-  const parsed = configOf(base);
   const ops: RuntimeOp[] = [];
   const maps: Record<string, string> = { ...base.maps };
   for (const [name, batch] of added) {
     if (batch.size === 0) continue;
-    const { refs, other } = mapReferences(parsed, name);
+    const { refs, other } = mapReferencesInText(base.main, name);
     if (other.length > 0 || refs.length > 1) return { kind: 'unsupported', reason: `map ${name} is loaded other than once as a map` };
     const text = maps[name]!;
     const lines = [...batch].map(([k, v]) => `${k} ${v}\n`).join('');

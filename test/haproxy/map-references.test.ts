@@ -1,0 +1,47 @@
+import assert from 'node:assert/strict';
+import { describe, it } from 'node:test';
+import { parseConfig } from '../../src/haproxy/config.ts';
+import { mapReferences, mapReferencesInText } from '../../src/haproxy/plan-maps.ts';
+
+const configs = {
+  'loaded once as a map, by two converters': `global
+  maxconn 10
+frontend http
+  bind :80
+  use_backend %[var(txn.k),map(maps/hosts.map)] if { var(txn.k),map_beg(maps/hosts.map) -m found }
+  # maps/hosts.map in a comment counts for nothing
+  default_backend be
+backend be
+  server s 127.0.0.1:8080
+`,
+  'loaded under two spellings': `frontend http
+  http-request set-var(txn.a) req.hdr(host),map(maps/hosts.map)
+  http-request set-var(txn.b) req.hdr(host),map(./maps/hosts.map)
+`,
+  'read as a list of patterns too': `frontend http
+  acl known req.hdr(host) -f maps/hosts.map
+  http-request set-var(txn.a) req.hdr(host),map_reg(maps/hosts.map)
+`,
+  'quoted words': `frontend http
+  http-request set-header X-Route "%[req.hdr(host),map(maps/hosts.map,none)]"
+`,
+  'not named at all': `frontend http
+  bind :80
+`,
+};
+
+describe('mapReferencesInText', () => {
+  for (const [name, text] of Object.entries(configs)) {
+    it(`reads what mapReferences reads from the parsed configuration: ${name}`, () => {
+      const parsed = mapReferences(parseConfig(text), 'hosts.map');
+      assert.deepEqual(mapReferencesInText(text, 'hosts.map'), parsed);
+    });
+  }
+
+  it('gives the references of each case', () => {
+    assert.deepEqual(mapReferencesInText(configs['loaded once as a map, by two converters'], 'hosts.map'), { refs: ['maps/hosts.map'], other: [], orderFree: true });
+    assert.deepEqual(mapReferencesInText(configs['loaded under two spellings'], 'hosts.map').refs, ['./maps/hosts.map', 'maps/hosts.map']);
+    assert.deepEqual(mapReferencesInText(configs['read as a list of patterns too'], 'hosts.map'), { refs: ['maps/hosts.map'], other: ['acl known req.hdr(host) -f maps/hosts.map'], orderFree: false });
+    assert.deepEqual(mapReferencesInText(configs['not named at all'], 'hosts.map'), { refs: [], other: [], orderFree: true });
+  });
+});
