@@ -18,9 +18,9 @@ import { parseMapFile } from '../haproxy/map-file.ts';
 import { mapReferencesInText } from '../haproxy/plan-maps.ts';
 import { type KubeObject, objectKey } from '../k8s/resource.ts';
 import { renderObjectEntries } from './engine.ts';
-import { type FastPathInput, type FastPathSet, type FastPlan, planFast } from './fast-path.ts';
+import { type FastPathInput, type FastPathSet, type FastPlan, planFast, shareIndex } from './fast-path.ts';
 import type { DeclaredObject, MapDeclarations } from './map-entries.ts';
-import { type RenderedConfig, readKey, sealRendered } from './rendered.ts';
+import { type RenderedConfig, readKey, sealMaps } from './rendered.ts';
 
 /** A set the map fast path reads: also its objects by store key. */
 export interface MapFastSet extends FastPathSet {
@@ -151,11 +151,9 @@ export function planMapEntries(base: RenderedConfig, changes: readonly ChangeRef
     if (refs.length === 1) for (const [k, v] of batch) ops.push({ kind: 'map-add', map: name, ref: refs[0]!, key: k, value: v });
   }
 
-  const config: RenderedConfig = {
-    ...sealRendered({ main: base.main, maps, files: base.files, certs: base.certs, ...(base.referencing && { referencing: base.referencing }) }, base.serverSets),
-    mapEntries: withObjects(declarations, updated),
-  };
+  const config: RenderedConfig = { ...sealMaps(base, maps), mapEntries: withObjects(declarations, updated) };
   shareParse(base, config);
+  shareIndex(base, config);
   // The next plan reads the maps as this one left them.
   for (const [name, batch] of added) {
     if (batch.size === 0) continue;
@@ -183,14 +181,19 @@ function withObjects(declarations: MapDeclarations, updated: readonly DeclaredOb
 export function planFastPath(base: RenderedConfig, changes: readonly ChangeRef[], input: MapFastInput): FastMapPlan {
   const sets = base.mapEntries?.sets;
   const mapChanges = sets ? changes.filter((c) => sets[c.resource]) : [];
-  if (mapChanges.length === 0) return planFast(base, changes, input);
+  if (mapChanges.length === 0) return withDeclarations(planFast(base, changes, input), base);
   const others = changes.filter((c) => !sets?.[c.resource]);
   const servers = others.length > 0 ? planFast(base, others, input) : ({ kind: 'none' } as const);
   if (servers.kind === 'unsupported') return servers;
-  // planFast leaves the declarations out; its configuration is new and not handed on yet.
-  if (servers.kind === 'runtime') servers.config.mapEntries = base.mapEntries;
+  withDeclarations(servers, base);
   const entries = planMapEntries(servers.kind === 'runtime' ? servers.config : base, mapChanges, input);
   if (entries.kind !== 'runtime') return entries.kind === 'none' ? servers : entries;
   if (servers.kind !== 'runtime') return entries;
   return { ...entries, ops: [...servers.ops, ...entries.ops], backends: servers.backends };
+}
+
+/** New server lines leave the map declarations as they were: planFast's configuration, new and not handed on yet, takes them. */
+function withDeclarations(plan: FastPlan, base: RenderedConfig): FastPlan {
+  if (plan.kind === 'runtime' && base.mapEntries) plan.config.mapEntries = base.mapEntries;
+  return plan;
 }

@@ -66,6 +66,12 @@ function indexOf(config: RenderedConfig): Index | undefined {
   return index;
 }
 
+/** A configuration made from `from` with the same haproxy.cfg and server sets (new map entries) shares its index. */
+export function shareIndex(from: RenderedConfig, to: RenderedConfig): void {
+  const index = indexes.get(from);
+  if (index && from.main === to.main && from.serverSets === to.serverSets) indexes.set(to, index);
+}
+
 const describe = (change: ChangeRef) => `${change.kind ?? change.resource} ${change.namespace ? `${change.namespace}/` : ''}${change.name ?? ''}`.trim();
 
 export function planFast(base: RenderedConfig, changes: readonly ChangeRef[], input: FastPathInput): FastPlan {

@@ -124,6 +124,15 @@ export function sealEdited(base: RenderedConfig, edits: readonly MainEdit[], ser
   return config;
 }
 
+/** `base` with other map files and haproxy.cfg as it was, sealed: only the auxiliary files are hashed again. */
+export function sealMaps(base: RenderedConfig, maps: Readonly<Record<string, string>>): RenderedConfig {
+  const files = { main: base.main, maps: sortedRecord(maps), files: base.files, certs: base.certs, ...(base.referencing && { referencing: base.referencing }) };
+  const digest = { main: digestOf(base).main, aux: auxDigest(files) };
+  const config: RenderedConfig = { ...files, hash: topHash(digest), ...(base.serverSets && { serverSets: base.serverSets }) };
+  digests.set(config, digest);
+  return config;
+}
+
 /**
  * How the hash is made. haproxy.cfg is cut into pieces before every 64th line that
  * starts with a letter (a section header, in any configuration written with indented

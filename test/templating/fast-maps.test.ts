@@ -8,7 +8,7 @@ import type { KubeObject, ResourceChange } from '../../src/k8s/resource.ts';
 import { Store } from '../../src/k8s/store.ts';
 import { renderTemplates } from '../../src/templating/engine.ts';
 import { type FastMapPlan, planFastPath } from '../../src/templating/fast-maps.ts';
-import type { RenderedConfig } from '../../src/templating/rendered.ts';
+import { type RenderedConfig, sealRendered } from '../../src/templating/rendered.ts';
 import { changeRef } from '../../streams/trigger.ts';
 import { shippedTemplates } from '../webhook/support.ts';
 
@@ -79,6 +79,8 @@ describe('map entries fast path (shipped templates)', () => {
       { map: 'prefix.map', key: 'new.example.com/', value: 'be_shop_svc-1_80' },
     ]);
     assert.equal(plan.config.main, base.main, 'haproxy.cfg is untouched');
+    const { main, maps, files, certs } = plan.config;
+    assert.equal(plan.config.hash, sealRendered({ main, maps, files, certs }).hash, 'hashed as the same files sealed anew');
     const after = c.full();
     for (const map of ['exact.map', 'prefix.map']) assert.deepEqual(entrySet(plan.config.maps[map]), entrySet(after.maps[map]), map);
     // From what the fast path applied, the full render needs no runtime operation and no reload.
