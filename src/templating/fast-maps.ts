@@ -14,7 +14,7 @@
  */
 import type { ChangeRef } from '../events.ts';
 import { type RuntimeOp, shareParse } from '../haproxy/plan.ts';
-import { parseMapFile } from '../haproxy/map-file.ts';
+import { mapEntry } from '../haproxy/map-file.ts';
 import { mapReferencesInText } from '../haproxy/plan-maps.ts';
 import { type KubeObject, objectKey } from '../k8s/resource.ts';
 import { renderObjectEntries } from './engine.ts';
@@ -53,18 +53,6 @@ function objectsOf(declarations: MapDeclarations): Map<string, DeclaredObject> {
   return index;
 }
 
-/** The entries of the map file seen last, by key: successive bases share their map text. */
-const lastMaps = new Map<string, { text: string; entries: Map<string, string> }>();
-function entriesOf(name: string, text: string): Map<string, string> {
-  const held = lastMaps.get(name);
-  if (held && held.text === text) return held.entries;
-  const entries = new Map<string, string>();
-  // With duplicate keys haproxy's `add map` and `del map` act on all: the first one is what a lookup finds.
-  for (const e of parseMapFile(text)) if (!entries.has(e.key)) entries.set(e.key, e.value);
-  lastMaps.set(name, { text, entries });
-  return entries;
-}
-
 /** Lookups made outside the server lines, per list of them. */
 const readSets = new WeakMap<readonly string[], Set<string>>();
 function readsOf(reads: readonly string[]): Set<string> {
@@ -76,7 +64,7 @@ function readsOf(reads: readonly string[]): Set<string> {
 /** The value a map file of `config` gives `key`, if any: how the fast path's gate checks a full render. */
 export function mapValue(config: RenderedConfig, map: string, key: string): string | undefined {
   const text = config.maps[map];
-  return text === undefined ? undefined : entriesOf(map, text).get(key);
+  return text === undefined ? undefined : mapEntry(text, key);
 }
 
 export function planMapEntries(base: RenderedConfig, changes: readonly ChangeRef[], input: MapFastInput): FastMapPlan {
@@ -108,7 +96,6 @@ export function planMapEntries(base: RenderedConfig, changes: readonly ChangeRef
     for (const name of new Set([...Object.keys(before?.maps ?? {}), ...Object.keys(rendered.maps)])) {
       const text = base.maps[name];
       if (text === undefined) return { kind: 'unsupported', reason: `${describe(change)}: map ${name} is not rendered` };
-      const live = entriesOf(name, text);
       const batch = added.get(name) ?? new Map<string, string>();
       added.set(name, batch);
       const had = new Map(before?.maps[name] ?? []);
@@ -120,11 +107,11 @@ export function planMapEntries(base: RenderedConfig, changes: readonly ChangeRef
       for (const [k, v] of had) {
         // What it had must stay as it was, and be live: otherwise the full render settles who holds it.
         if (wants.get(k) !== v) return { kind: 'unsupported', reason: `${describe(change)} changes or drops its ${name} entry ${k}` };
-        if (live.get(k) !== v) return { kind: 'unsupported', reason: `${describe(change)}: its ${name} entry ${k} is not the one haproxy has` };
+        if (mapEntry(text, k) !== v) return { kind: 'unsupported', reason: `${describe(change)}: its ${name} entry ${k} is not the one haproxy has` };
       }
       for (const [k, v] of wants) {
         if (had.has(k)) continue;
-        if (live.has(k) || batch.has(k)) return { kind: 'unsupported', reason: `${describe(change)}: ${name} key ${k} is already held by another object` };
+        if (batch.has(k) || mapEntry(text, k) !== undefined) return { kind: 'unsupported', reason: `${describe(change)}: ${name} key ${k} is already held by another object` };
         batch.set(k, v);
         applied.push({ map: name, key: k, value: v });
         backends.add(v);
@@ -154,13 +141,6 @@ export function planMapEntries(base: RenderedConfig, changes: readonly ChangeRef
   const config: RenderedConfig = { ...sealMaps(base, maps), mapEntries: withObjects(declarations, updated) };
   shareParse(base, config);
   shareIndex(base, config);
-  // The next plan reads the maps as this one left them.
-  for (const [name, batch] of added) {
-    if (batch.size === 0) continue;
-    const entries = new Map(entriesOf(name, base.maps[name]!));
-    for (const [k, v] of batch) entries.set(k, v);
-    lastMaps.set(name, { text: config.maps[name]!, entries });
-  }
   return { kind: 'runtime', config, ops, backends: [], entries: applied };
 }
 

@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { parseConfig } from '../../src/haproxy/config.ts';
+import { mapEntry, parseMapFile } from '../../src/haproxy/map-file.ts';
 import { mapReferences, mapReferencesInText } from '../../src/haproxy/plan-maps.ts';
 
 const configs = {
@@ -43,5 +44,38 @@ describe('mapReferencesInText', () => {
     assert.deepEqual(mapReferencesInText(configs['loaded under two spellings'], 'hosts.map').refs, ['./maps/hosts.map', 'maps/hosts.map']);
     assert.deepEqual(mapReferencesInText(configs['read as a list of patterns too'], 'hosts.map'), { refs: ['maps/hosts.map'], other: ['acl known req.hdr(host) -f maps/hosts.map'], orderFree: false });
     assert.deepEqual(mapReferencesInText(configs['not named at all'], 'hosts.map'), { refs: [], other: [], orderFree: true });
+  });
+});
+
+describe('mapEntry', () => {
+  const file = [
+    '# a.example/ commented out',
+    '#b.example/ also a comment',
+    '  a.example/ be_indented',
+    'b.example/\tbe_tab   ',
+    'c.example/ be_first',
+    'c.example/ be_second',
+    'd.example/x.y+z be_regex_chars',
+    'dxexample/xxy+z be_lookalike',
+    'e.example/ be_cr\r trailing',
+    'f.example/',
+    'g.example/longer be_longer',
+    'h.example/ be_last',
+  ].join('\n');
+
+  it('finds what a lookup finds, as parseMapFile reads the whole file', () => {
+    const first = new Map<string, string>();
+    for (const e of parseMapFile(file)) if (!first.has(e.key)) first.set(e.key, e.value);
+    for (const key of [...first.keys(), 'a.example', 'g.example/', 'd.example/xxy+z', 'h.example', 'nothing.example/']) {
+      assert.equal(mapEntry(file, key), first.get(key), key);
+    }
+    assert.equal(mapEntry(file, 'c.example/'), 'be_first');
+    assert.equal(mapEntry(file, 'f.example/'), '', 'a key without a value is there, with an empty value');
+    assert.equal(mapEntry(file, 'g.example/'), undefined, 'a longer key is another key');
+  });
+
+  it('finds nothing for a key a map line cannot hold', () => {
+    assert.equal(mapEntry(file, ''), undefined);
+    assert.equal(mapEntry(file, 'a.example/ be_indented'), undefined);
   });
 });
