@@ -50,27 +50,6 @@ describe('fastPath', () => {
     assert.deepEqual(p.bases, ['s1', 's2']);
   });
 
-  it('keeps planning on its own configuration when the validated one is byte for byte the same, and on the validated one when it differs', () => {
-    const planned: RenderedConfig[] = [];
-    const seen: RenderedConfig[] = [];
-    const plan = (base: RenderedConfig, r: Reconcile): FastPathOutcome => {
-      seen.push(base);
-      const next = config(`s${r.seq}\n`);
-      planned.push(next);
-      return { kind: 'runtime', config: next, ops: [], backends: ['be'] };
-    };
-    const same = config('s2\n');
-    const other = config('s9\n');
-    marbles().run(({ hot, expectObservable }) => {
-      const validated$ = hot<ValidatedEvent>('a---c---e----', { a: validated(1, config('s1\n')), c: validated(2, same), e: validated(3, other) });
-      const reconciles$ = hot<Reconcile>('--b---d---f--', { b: reconcile(2), d: reconcile(3), f: reconcile(4) });
-      expectObservable(fastPath(reconciles$, validated$, { plan }).pipe(label)).toBe('a-b-c-d-e-f', { a: 'V1', b: 'F2:s2', c: 'V2', d: 'F3:s3', e: 'V3', f: 'F4:s4' });
-    });
-    assert.equal(same.hash, planned[0]!.hash);
-    assert.equal(seen[1], planned[0], 'the planned object, not the equal validated one');
-    assert.equal(seen[2], other, 'a validated configuration that differs becomes the base');
-  });
-
   it('takes nothing before a configuration is validated, and nothing but cluster changes', () => {
     const p = planner();
     marbles().run(({ hot, expectObservable }) => {

@@ -58,10 +58,7 @@ export function fastPath(reconciles$: Observable<Reconcile>, validated$: Observa
       if (behind.length > 0 || missing.length > 0) return [{ type: 'ValidatedSuperseded', reconcile: event.reconcile, backends: behind, ...(missing.length > 0 && { entries: missing }) }];
       for (const [backend, a] of applied) if (a.seq <= seq) applied.delete(backend);
       for (const [key, e] of entries) if (e.seq <= seq) entries.delete(key);
-      // A validated configuration byte for byte the one the fast path planned (its full render
-      // agrees) keeps the planned object as the base: what the next plan needs of it (the
-      // parsed configuration, the index of server lines) is kept with that object, ready.
-      if (!base || seq >= base.seq) base = { config: base?.config.hash === event.config.hash ? base.config : event.config, seq };
+      if (!base || seq >= base.seq) base = { config: event.config, seq };
       if (waitFor !== 0 && seq >= waitFor) waitFor = 0;
       return [event];
     };

@@ -13,11 +13,11 @@
  */
 import type { ChangeRef } from '../events.ts';
 import { type TextEdit, tokenize } from '../haproxy/config.ts';
-import { type RuntimeOp, planEdits } from '../haproxy/plan.ts';
+import { type RuntimeOp, planEdits, shareParse } from '../haproxy/plan.ts';
 import { objectKey } from '../k8s/resource.ts';
 import type { ResourceView } from '../k8s/store.ts';
 import { type CompiledTemplates, renderServerSets } from './engine.ts';
-import { type RenderedConfig, type ServerSet, readKey, sealEdited } from './rendered.ts';
+import { type RenderedConfig, type ServerSet, type ServerSets, readKey, sealEdited, shareDigest } from './rendered.ts';
 
 /** A set the fast path reads: lookups, and which index keys a change moved. */
 export interface FastPathSet extends ResourceView {
@@ -72,9 +72,48 @@ export function shareIndex(from: RenderedConfig, to: RenderedConfig): void {
   if (index && from.main === to.main && from.serverSets === to.serverSets) indexes.set(to, index);
 }
 
+/**
+ * The configurations the fast path made lately, by hash. The full render that follows a
+ * change usually writes the same bytes: the configuration it validated then becomes the
+ * base, and what was found of its twin (parse, hash pieces, index) is taken over rather
+ * than found again, at 10k objects some 25 ms on the way of the next change.
+ */
+const recent = new Map<string, WeakRef<RenderedConfig>>();
+const RECENT = 4;
+
+function remember(config: RenderedConfig): void {
+  recent.delete(config.hash);
+  recent.set(config.hash, new WeakRef(config));
+  for (const hash of recent.keys()) {
+    if (recent.size <= RECENT) break;
+    recent.delete(hash);
+  }
+}
+
+/** Takes over what was found of a configuration the fast path made with the same bytes. */
+function adopt(base: RenderedConfig): void {
+  if (indexes.has(base)) return;
+  const twin = recent.get(base.hash)?.deref();
+  if (!twin || twin === base || twin.hash !== base.hash) return;
+  shareParse(twin, base);
+  shareDigest(twin, base);
+  // The index follows the recorded server sets, which the bytes alone do not fix (the arguments, the lookups).
+  const index = indexes.get(twin);
+  if (index && twin.serverSets && base.serverSets && sameServerSets(twin.serverSets, base.serverSets)) indexes.set(base, index);
+}
+
+function sameServerSets(a: ServerSets, b: ServerSets): boolean {
+  if (a.sets.length !== b.sets.length || !sameReads(a.reads, b.reads)) return false;
+  return a.sets.every((x, i) => {
+    const y = b.sets[i]!;
+    return x.backend === y.backend && x.snippet === y.snippet && x.args === y.args && x.start === y.start && x.end === y.end && sameReads(x.reads, y.reads);
+  });
+}
+
 const describe = (change: ChangeRef) => `${change.kind ?? change.resource} ${change.namespace ? `${change.namespace}/` : ''}${change.name ?? ''}`.trim();
 
 export function planFast(base: RenderedConfig, changes: readonly ChangeRef[], input: FastPathInput): FastPlan {
+  adopt(base);
   const index = indexOf(base);
   if (!index || !base.serverSets) return { kind: 'unsupported', reason: 'the templates declare no server lines (h.servers)' };
   const affected = new Set<number>();
@@ -112,6 +151,7 @@ export function planFast(base: RenderedConfig, changes: readonly ChangeRef[], in
   const plan = planEdits(base, config, edits);
   if (plan.kind === 'reload') return { kind: 'unsupported', reason: `needs a reload: ${plan.reasons.slice(0, 3).join('; ')}` };
   if (plan.kind === 'none') return { kind: 'none' };
+  remember(config);
   return { kind: 'runtime', config, ops: plan.ops, backends: edits.map((e) => sets[e.index]!.backend) };
 }
 

@@ -152,6 +152,12 @@ const STARTS_A_LINE_WITH_A_LETTER = /(?:^|\n)[A-Za-z]/;
 
 const digests = new WeakMap<RenderedConfig, Digest>();
 
+/** What was found of `from` serves `to` as well: the same hash, the same bytes. */
+export function shareDigest(from: RenderedConfig, to: RenderedConfig): void {
+  const digest = digests.get(from);
+  if (digest && from.hash === to.hash && !digests.has(to)) digests.set(to, digest);
+}
+
 /** The digest of a configuration sealed elsewhere (another thread) is found again once. */
 function digestOf(config: RenderedConfig): Digest {
   let digest = digests.get(config);

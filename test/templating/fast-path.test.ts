@@ -66,6 +66,31 @@ describe('planFast (shipped templates)', () => {
     return c;
   };
 
+  it('plans on the full render that agrees with its last plan as on that plan, and from the full render\'s own server sets', () => {
+    const c = start();
+    const planned = runtime(c.fast(c.full(), [c.apply({ type: 'upsert', resource: 'endpointslices', object: slice(3, ['10.0.3.1', '10.0.3.9']) })]));
+    const agreeing = c.full();
+    assert.equal(agreeing.hash, planned.config.hash);
+    const next = c.apply({ type: 'upsert', resource: 'endpointslices', object: slice(3, ['10.0.3.7']) });
+    const fromAgreeing = runtime(c.fast(agreeing, [next]));
+    assert.equal(fromAgreeing.config.hash, c.full().hash);
+    assert.deepEqual(fromAgreeing.ops, runtime(c.fast(planned.config, [next])).ops);
+  });
+
+  it('takes over its own plan\'s index for a full render with the same bytes only when the render recorded the same server sets', () => {
+    const c = start();
+    const planned = runtime(c.fast(c.full(), [c.apply({ type: 'upsert', resource: 'endpointslices', object: slice(3, ['10.0.3.1', '10.0.3.9']) })]));
+    const agreeing = c.full();
+    assert.equal(agreeing.hash, planned.config.hash);
+    // The same bytes, but the render recorded no lookups for svc-2's lines (as when what
+    // they read changed and they came out the same): a change of svc-2's slice is then
+    // none of theirs, whatever the plan made from the same bytes recorded.
+    const otherLookups: RenderedConfig = { ...agreeing, serverSets: { ...agreeing.serverSets!, sets: agreeing.serverSets!.sets.map((set) => (set.backend === 'be_shop_svc-2_80' ? { ...set, reads: [] } : set)) } };
+    const change = c.apply({ type: 'upsert', resource: 'endpointslices', object: slice(2, ['10.0.2.7']) });
+    assert.equal(c.fast(otherLookups, [change]).kind, 'none');
+    assert.equal(runtime(c.fast(agreeing, [change])).config.hash, c.full().hash);
+  });
+
   it('turns an endpoint change into runtime operations and the very configuration a full render gives', () => {
     const c = start();
     const base = c.full();
