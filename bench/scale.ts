@@ -12,13 +12,31 @@
  * If haprx dies (out of memory, say) the benchmark says so and exits non-zero.
  * KILL_AFTER_SYNC=1 kills haprx once the initial sync is deployed, to show exactly that.
  */
-import { mkdir, writeFile } from 'node:fs/promises';
+import { mkdir, readFile, readdir, writeFile } from 'node:fs/promises';
 import { loadavg } from 'node:os';
 import { freePort } from '../test/support/ports.ts';
 import { heapCap } from './heap-cap.ts';
 import { type HealthFigures, startHealthProbe } from './health-probe.ts';
 import { type LocalRun, chunkFile, sleep, startLocal, tempDir, until, writeChunk, writeChunks } from './local-run.ts';
 import { endpointSlice, syntheticCluster } from './synthetic.ts';
+
+/**
+ * Resident memory of haprx's spawn helper (the small process that starts haproxy -c),
+ * found among its children in /proc; 0 when there is none. Its own memory, beside haprx's.
+ */
+async function helperRss(pid: number | undefined): Promise<number> {
+  if (pid === undefined) return 0;
+  const tasks = await readdir(`/proc/${pid}/task`).catch(() => [] as string[]);
+  for (const task of tasks) {
+    const children = (await readFile(`/proc/${pid}/task/${task}/children`, 'utf8').catch(() => '')).split(' ').filter(Boolean);
+    for (const child of children) {
+      if (!(await readFile(`/proc/${child}/cmdline`, 'utf8').catch(() => '')).includes('spawn-helper-process')) continue;
+      const kib = /^VmRSS:\s+(\d+) kB$/m.exec(await readFile(`/proc/${child}/status`, 'utf8').catch(() => ''));
+      return kib ? Number(kib[1]) * 1024 : 0;
+    }
+  }
+  return 0;
+}
 
 const SIZES = (process.env.SIZES ?? process.env.SIZE ?? '1000,10000').split(',').map(Number);
 const ENDPOINTS = Number(process.env.ENDPOINTS ?? 5);
@@ -34,9 +52,9 @@ export interface ScaleResult {
   heapCapMib: number;
   nodeOptions: string;
   coldStartMs: number;
-  afterSync: { rss: number; heap: number };
+  afterSync: { rss: number; heap: number; helperRss: number };
   burst: { deployments: number; reloads: number; writeMs: number };
-  afterChurn: { rss: number; heap: number };
+  afterChurn: { rss: number; heap: number; helperRss: number };
   churnReloads: number;
   health: Record<string, HealthFigures>;
   /** The machine's 1, 5 and 15 minute load averages at the end: a shared machine's noise. */
@@ -67,11 +85,11 @@ async function measure(size: number): Promise<ScaleResult> {
     env: { ...process.env, NODE_OPTIONS: cap.nodeOptions },
   });
 
-  async function memory(): Promise<{ rss: number; heap: number }> {
+  async function memory(): Promise<{ rss: number; heap: number; helperRss: number }> {
     haprx.alive();
     const text = await (await fetch(`http://127.0.0.1:${metricsPort}/metrics`)).text();
     const value = (name: string) => Number(new RegExp(`^${name}(?:\\{[^}]*\\})? ([\\d.e+]+)$`, 'm').exec(text)?.[1] ?? NaN);
-    return { rss: value('process_resident_memory_bytes'), heap: value('nodejs_heap_size_used_bytes') };
+    return { rss: value('process_resident_memory_bytes'), heap: value('nodejs_heap_size_used_bytes'), helperRss: await helperRss(haprx.child.pid) };
   }
   /** Waits for a deployment after `after` deployments (up to 60 s), then for 3 s without one. */
   async function settle(after = haprx.deployments.length - 1): Promise<void> {
@@ -141,11 +159,11 @@ async function measure(size: number): Promise<ScaleResult> {
       'V8 options (as the manifests give them)': `${cap.nodeOptions} (${cap.source}, for each thread)`,
       'cold start to first deployment': `${(coldStartMs / 1000).toFixed(1)} s`,
       '/healthz during cold start': health(coldHealth),
-      'RSS / heap after initial sync': `${mib(afterSync.rss)} MiB / ${mib(afterSync.heap)} MiB`,
+      'RSS / heap after initial sync (+ RSS of the spawn helper)': `${mib(afterSync.rss)} MiB / ${mib(afterSync.heap)} MiB (+ ${mib(afterSync.helperRss)} MiB)`,
       'burst: endpoint changes written': `1,000 in ${(burstWriteMs / 1000).toFixed(1)} s (1 → 200 endpoints on one Service, 800 slices moved)`,
       'burst: deployments / reloads': `${burst.length} / ${burstReloads}`,
       '/healthz during the burst': health(burstHealth),
-      [`RSS / heap after ${CHURN_SECONDS} s of churn`]: `${mib(afterChurn.rss)} MiB / ${mib(afterChurn.heap)} MiB`,
+      [`RSS / heap after ${CHURN_SECONDS} s of churn (+ RSS of the spawn helper)`]: `${mib(afterChurn.rss)} MiB / ${mib(afterChurn.heap)} MiB (+ ${mib(afterChurn.helperRss)} MiB)`,
       'reloads during churn': String(churnReloads),
       '/healthz during churn': health(churnHealth),
     });
