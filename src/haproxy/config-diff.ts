@@ -59,16 +59,6 @@ function filesOf(config: RenderedConfig): Map<string, FileText> {
   return files;
 }
 
-/** A lower bound of the lines a diff from `a` to `b` adds and removes: how much their multisets of lines differ. */
-export function fewestEdits(a: readonly string[], b: readonly string[]): number {
-  const surplus = new Map<string, number>();
-  for (const line of a) surplus.set(line, (surplus.get(line) ?? 0) + 1);
-  for (const line of b) surplus.set(line, (surplus.get(line) ?? 0) - 1);
-  let edits = 0;
-  for (const n of surplus.values()) edits += Math.abs(n);
-  return edits;
-}
-
 /** How many lines linesOf would give, counted without making them. */
 function lineCount(text: string): number {
   let n = 0;
@@ -170,9 +160,7 @@ export function configDiff(from: RenderedConfig | undefined, to: RenderedConfig,
     const oldLines = linesOf(region ? region.before : a ? (main ? a.text : redactPem(a.text)) : '');
     const newLines = linesOf(region ? region.after : b ? (main ? b.text : redactPem(b.text)) : '');
     const change: FileChange['change'] = !a ? 'added' : !b ? 'removed' : 'modified';
-    // Lines that one side has more often than the other each need an edit: when they alone are
-    // too many, the diff would give up anyway, after far more work (O(lines × limit)).
-    const changes = fewestEdits(oldLines, newLines) > maxChangedLines ? undefined : diffArrays(oldLines, newLines, { maxEditLength: maxChangedLines });
+    const changes = diffArrays(oldLines, newLines, { maxEditLength: maxChangedLines });
     if (!changes) {
       files.push({ path, change, tooLarge: true });
       truncated = true;
