@@ -19,8 +19,11 @@ export type HelperReply = { id: number; pid: number } | { id: number; outcome: C
 
 const PROGRAM = new URL(import.meta.url.endsWith('.ts') ? './spawn-helper-process.ts' : './spawn-helper-process.js', import.meta.url);
 
-/** Its heap holds a few requests and their output; small caps keep its memory small. */
-const HELPER_NODE_FLAGS = ['--max-old-space-size=32', '--max-semi-space-size=1'];
+/**
+ * Its heap holds a few requests and their output: a small young generation is enough.
+ * No old-space size here: the percentage the image's NODE_OPTIONS gives would win over it.
+ */
+const HELPER_NODE_FLAGS = ['--max-semi-space-size=1'];
 
 export interface SpawnHelperOptions {
   /** How long past a request's own timeout the helper may take to answer before it is killed. */
