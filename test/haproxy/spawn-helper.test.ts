@@ -141,7 +141,7 @@ describe('SpawnHelper', () => {
     const to = sealRendered({ main: from.main.replace('server s1 127.0.0.1:80', 'server s1 127.0.0.1:81'), maps: { 'hosts.map': 'a.test be\n' }, files: {}, certs: {} });
     const here = configDiff(from, to);
     assert.deepEqual(finishDiff(await helper.diff(from, to)), here);
-    assert.match(here.text, /^-  server s1 127\.0\.0\.1:80$/m);
+    assert.match(here.text, /^- {2}server s1 127\.0\.0\.1:80$/m);
 
     process.kill(helper.pid!, 'SIGKILL');
     await until('the helper to be seen gone', () => (exits.length > 0 ? true : undefined), 5_000);
