@@ -50,6 +50,20 @@ describe('fastPath', () => {
     assert.deepEqual(p.bases, ['s1', 's2']);
   });
 
+  it('makes each new base ready when it becomes the base, once, and not an older validated configuration', () => {
+    const p = planner();
+    const prepared: string[] = [];
+    const c1 = config('s1\n');
+    const c2 = config('s2\n');
+    marbles().run(({ hot, expectObservable }) => {
+      // c1 validated twice (a drift, a retry): ready once. c0 from reconciliation 1 comes after c2 from 3: it is no base.
+      const validated$ = hot<ValidatedEvent>('a-b-c-d', { a: validated(2, c1), b: validated(2, c1), c: validated(3, c2), d: validated(1, config('s0\n')) });
+      const reconciles$ = hot<Reconcile>('-------');
+      expectObservable(fastPath(reconciles$, validated$, { plan: p.plan, prepare: (base) => prepared.push(base.main.split('\n')[1] ?? '') }).pipe(label)).toBe('a-b-c-d', { a: 'V2', b: 'V2', c: 'V3', d: 'V1' });
+    });
+    assert.deepEqual(prepared, ['s1', 's2']);
+  });
+
   it('takes nothing before a configuration is validated, and nothing but cluster changes', () => {
     const p = planner();
     marbles().run(({ hot, expectObservable }) => {

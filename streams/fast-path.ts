@@ -18,6 +18,11 @@ export interface FastPathDeps {
    * synchronous and cheap.
    */
   plan(base: RenderedConfig, reconcile: Reconcile): FastPathOutcome;
+  /**
+   * Makes ready what planning on a new base needs (its parse, its index), when it becomes
+   * the base rather than when the next change is on its way; synchronous.
+   */
+  prepare?(base: RenderedConfig): void;
   scheduler?: SchedulerLike;
 }
 
@@ -58,7 +63,10 @@ export function fastPath(reconciles$: Observable<Reconcile>, validated$: Observa
       if (behind.length > 0 || missing.length > 0) return [{ type: 'ValidatedSuperseded', reconcile: event.reconcile, backends: behind, ...(missing.length > 0 && { entries: missing }) }];
       for (const [backend, a] of applied) if (a.seq <= seq) applied.delete(backend);
       for (const [key, e] of entries) if (e.seq <= seq) entries.delete(key);
-      if (!base || seq >= base.seq) base = { config: event.config, seq };
+      if (!base || seq >= base.seq) {
+        if (base?.config !== event.config) deps.prepare?.(event.config);
+        base = { config: event.config, seq };
+      }
       if (waitFor !== 0 && seq >= waitFor) waitFor = 0;
       return [event];
     };

@@ -9,6 +9,7 @@ import type { ResourceView } from '../k8s/store.ts';
 import { rememberStructure } from '../haproxy/structure.ts';
 import { DEFAULT_RENDER_TIMEOUT_MS } from '../templating/engine.ts';
 import { planFastPath } from '../templating/fast-maps.ts';
+import { prepareFast } from '../templating/fast-path.ts';
 import { RenderWorker, type WorkerRender } from '../templating/render-worker.ts';
 import type { RenderedConfig } from '../templating/rendered.ts';
 import { type GraphDeps, graph } from '../../streams/graph.ts';
@@ -85,6 +86,7 @@ export function controllerGraph(loaded: LoadedConfig, io: ControllerIO): Observa
         }),
       // The fast path renders a few server or map entry snippets here, with the templates compiled in this thread.
       fastPlan: ({ base, reconcile, resources }) => planFastPath(base, reconcile.cause.changes, { templates: loaded.templates, values, timeoutMs, resources }),
+      fastPrepare: prepareFast,
       validate: (rendered: RenderedConfig) =>
         fromAbortable((signal) => io.validator.validate(rendered, signal)).pipe(
           map((result): ValidateOutcome => {

@@ -13,11 +13,11 @@
  */
 import type { ChangeRef } from '../events.ts';
 import { type TextEdit, tokenize } from '../haproxy/config.ts';
-import { type RuntimeOp, planEdits, shareParse } from '../haproxy/plan.ts';
+import { type RuntimeOp, configOf, planEdits, shareParse } from '../haproxy/plan.ts';
 import { objectKey } from '../k8s/resource.ts';
 import type { ResourceView } from '../k8s/store.ts';
 import { type CompiledTemplates, renderServerSets } from './engine.ts';
-import { type RenderedConfig, type ServerSet, type ServerSets, readKey, sealEdited, shareDigest } from './rendered.ts';
+import { type RenderedConfig, type ServerSet, type ServerSets, prepareDigest, readKey, sealEdited, shareDigest } from './rendered.ts';
 
 /** A set the fast path reads: lookups, and which index keys a change moved. */
 export interface FastPathSet extends ResourceView {
@@ -108,6 +108,18 @@ function sameServerSets(a: ServerSets, b: ServerSets): boolean {
     const y = b.sets[i]!;
     return x.backend === y.backend && x.snippet === y.snippet && x.args === y.args && x.start === y.start && x.end === y.end && sameReads(x.reads, y.reads);
   });
+}
+
+/**
+ * Makes ready what planning on `base` needs, taken over from the fast path's own
+ * configuration with the same bytes or found: called when `base` becomes the base, so
+ * that the next change does not wait for it (at 10k objects some 20 ms).
+ */
+export function prepareFast(base: RenderedConfig): void {
+  adopt(base);
+  indexOf(base);
+  configOf(base);
+  prepareDigest(base);
 }
 
 const describe = (change: ChangeRef) => `${change.kind ?? change.resource} ${change.namespace ? `${change.namespace}/` : ''}${change.name ?? ''}`.trim();

@@ -158,6 +158,11 @@ export function shareDigest(from: RenderedConfig, to: RenderedConfig): void {
   if (digest && from.hash === to.hash && !digests.has(to)) digests.set(to, digest);
 }
 
+/** Finds the digest of a configuration sealed elsewhere now, rather than at its first edit. */
+export function prepareDigest(config: RenderedConfig): void {
+  digestOf(config);
+}
+
 /** The digest of a configuration sealed elsewhere (another thread) is found again once. */
 function digestOf(config: RenderedConfig): Digest {
   let digest = digests.get(config);

@@ -6,7 +6,7 @@ import { planDeployment } from '../../src/haproxy/plan.ts';
 import type { KubeObject, ResourceChange } from '../../src/k8s/resource.ts';
 import { Store } from '../../src/k8s/store.ts';
 import { renderTemplates } from '../../src/templating/engine.ts';
-import { type FastPlan, planFast } from '../../src/templating/fast-path.ts';
+import { type FastPlan, planFast, prepareFast } from '../../src/templating/fast-path.ts';
 import type { RenderedConfig } from '../../src/templating/rendered.ts';
 import { changeRef } from '../../streams/trigger.ts';
 import { shippedTemplates } from '../webhook/support.ts';
@@ -75,6 +75,11 @@ describe('planFast (shipped templates)', () => {
     const fromAgreeing = runtime(c.fast(agreeing, [next]));
     assert.equal(fromAgreeing.config.hash, c.full().hash);
     assert.deepEqual(fromAgreeing.ops, runtime(c.fast(planned.config, [next])).ops);
+    // Made ready beforehand (as when it becomes the base), it plans the same.
+    const ready = c.full();
+    prepareFast(ready);
+    const last = c.apply({ type: 'upsert', resource: 'endpointslices', object: slice(3, ['10.0.3.6']) });
+    assert.equal(runtime(c.fast(ready, [last])).config.hash, c.full().hash);
   });
 
   it('takes over its own plan\'s index for a full render with the same bytes only when the render recorded the same server sets', () => {
