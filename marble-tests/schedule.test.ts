@@ -16,6 +16,17 @@ const values = { a: request('a'), b: request('b'), c: request('c'), d: request('
 const nameOf = (r: DeployRequest) => r.config.main.split('\n')[0]!.slice(2);
 
 describe('schedule', () => {
+  it('a request waiting for the interval takes the configuration of a newer one deployed elsewhere (the fast path), and only a newer one', () => {
+    const at = (name: string, seq: number): DeployRequest => ({ ...request(name), reconcile: reconcileNo(seq) });
+    marbles().run(({ cold, hot, expectObservable }) => {
+      // b (reconciliation 2) waits behind a; f (3) is deployed elsewhere meanwhile; o (1) is older than what waits.
+      const requests = hot<DeployRequest>('a 99ms b 3999ms c', { a: at('a', 1), b: at('b', 2), c: at('c', 5) });
+      const displace = hot<DeployRequest>('-- 499ms f 2199ms o', { f: at('f', 3), o: at('o', 1) });
+      const run = (r: DeployRequest): Observable<string> => cold('100ms (x|)', { x: `${nameOf(r)}${r.reconcile.seq}` });
+      expectObservable(schedule(requests, run, 2000, undefined, displace)).toBe('100ms a 1999ms f 2099ms c', { a: 'a1', f: 'f3', c: 'c5' });
+    });
+  });
+
   it('deploys two validations 500 ms apart 2 s apart', () => {
     marbles().run(({ cold, hot, expectObservable }) => {
       const requests = hot<DeployRequest>('a 499ms b', values);

@@ -164,7 +164,8 @@ export function graph(settings: GraphSettings, deps: GraphDeps): Observable<Cont
           // not held to the interval between deployments that protects against reloads.
           (leading$) =>
             merge(
-              schedule(leading$.pipe(filter((r) => r.reason !== 'fast')), rollout, settings.minDeployIntervalMs, scheduler),
+              // A deployment waiting for the interval takes the fast path's newer configuration, so as not to take it back.
+              schedule(leading$.pipe(filter((r) => r.reason !== 'fast')), rollout, settings.minDeployIntervalMs, scheduler, leading$.pipe(filter((r) => r.reason === 'fast'))),
               leading$.pipe(
                 filter((r) => r.reason === 'fast'),
                 concatMap(deploy),

@@ -1,4 +1,4 @@
-import { type Observable, type SchedulerLike, Subject, asyncScheduler, defaultIfEmpty, defer, forkJoin, ignoreElements, map, mergeMap, shareReplay, tap, throttle, timer } from 'rxjs';
+import { EMPTY, type Observable, type SchedulerLike, Subject, asyncScheduler, defaultIfEmpty, defer, forkJoin, ignoreElements, map, merge, mergeMap, shareReplay, tap, throttle, timer } from 'rxjs';
 import type { DeployRequest, Endpoint } from '../src/events.ts';
 
 /**
@@ -16,12 +16,21 @@ export function schedule<E>(
   run: (request: DeployRequest, newer$: Observable<DeployRequest>) => Observable<E>,
   minIntervalMs: number,
   scheduler: SchedulerLike = asyncScheduler,
+  displace$: Observable<DeployRequest> = EMPTY,
 ): Observable<E> {
   return defer(() => {
     let waiting: DeployRequest | undefined;
     // A run sees the requests that arrive while it runs (a canary ends its check for a newer configuration).
     const arrivals = new Subject<DeployRequest>();
-    return requests$.pipe(
+    // Deployed elsewhere (the fast path's): a waiting request from an earlier reconciliation
+    // takes its configuration, so that it does not take back what that deployment applied.
+    const displaced$ = displace$.pipe(
+      tap((newer) => {
+        if (waiting && waiting.reconcile.seq < newer.reconcile.seq) waiting = { ...waiting, reconcile: newer.reconcile, config: newer.config };
+      }),
+      ignoreElements(),
+    );
+    return merge(displaced$, requests$).pipe(
       tap((request) => arrivals.next(request)),
       // Every request joins the one waiting; the throttle only decides when the
       // waiting one starts, and it is taken when it does.

@@ -360,13 +360,14 @@ export function renderTemplates(templates: CompiledTemplates, input: RenderInput
         return `\u0000${pending.length - 1}\u0000`;
       };
       const declarations = new MapDeclarationLog();
+      const sealedArgs = new Map<string, unknown>();
       const setNames = new Set(Object.keys(input.resources));
       collected.mapEntries = (set, object, snippet, args) => {
         if (reading) return abortRender('mapEntries() cannot be called from the snippet of a servers()');
         const target = declarationTarget(set, object, setNames);
-        const { json, text, declared } = renderEntries(templates, includeSnippet, snippet, args, object);
+        const { json, declared } = renderEntries(templates, includeSnippet, snippet, args, object, sealedArgs);
         declarations.add(snippet as string, json, { ...target, ...declared });
-        return realm.sealText(text);
+        return undefined;
       };
       const run = (unit: CompiledTemplate, escape: Escape): string => {
         current = unit.label;
@@ -526,7 +527,7 @@ function snippetIncluder(templates: CompiledTemplates, context: Record<string, u
 }
 
 /** A mapEntries snippet rendered for one object: its arguments (as JSON) and `object` as locals; what it declared. */
-function renderEntries(templates: CompiledTemplates, include: (name: unknown, args?: unknown) => string, snippet: unknown, args: unknown, object: unknown): { json: string; text: string; declared: ReturnType<typeof readDeclaration> } {
+function renderEntries(templates: CompiledTemplates, include: (name: unknown, args?: unknown) => string, snippet: unknown, args: unknown, object: unknown, sealedArgs: Map<string, unknown>): { json: string; declared: ReturnType<typeof readDeclaration> } {
   if (typeof snippet !== 'string' || !templates.snippets.has(snippet)) return abortRender(`mapEntries(): ${describeValue(snippet)} is not the name of a snippet`);
   let json: string;
   try {
@@ -535,10 +536,18 @@ function renderEntries(templates: CompiledTemplates, include: (name: unknown, ar
     return abortRender(`mapEntries(): the arguments must be plain data (${errorText(err)})`);
   }
   const realm = templateRealm();
-  const parsed = realm.sealText(json);
+  // The same arguments for every object of a set: copied into the realm once per render.
+  let parsed = sealedArgs.get(json);
+  if (parsed === undefined) sealedArgs.set(json, (parsed = realm.sealText(json)));
   if (parsed === null || typeof parsed !== 'object' || Array.isArray(parsed) || 'object' in parsed) return abortRender('mapEntries(): the arguments must be an object without a key "object"');
   const text = include(snippet, realm.record([...Object.entries(parsed), ['object', object]]));
-  return { json, text, declared: readDeclaration(snippet, text, new Set(templates.maps.keys())) };
+  let value: unknown;
+  try {
+    value = JSON.parse(text);
+  } catch {
+    return abortRender(`mapEntries(): snippets/${snippet} must write JSON`);
+  }
+  return { json, declared: readDeclaration(snippet, value, templates.maps) };
 }
 
 export type ObjectEntriesResult = { ok: true; maps: Record<string, Entry[]>; mapsOnly: boolean; warnings: number } | { ok: false; error: RenderError };
@@ -567,7 +576,7 @@ export function renderObjectEntries(templates: CompiledTemplates, declaration: {
       const context: Record<string, unknown> = { resources: resourceSets(input.resources), values: readOnly(input.values), h: helpersInRealm(templates) };
       const include = snippetIncluder(templates, context, active);
       context.include = realm.expose(include);
-      const { declared } = renderEntries(templates, include, declaration.snippet, realm.sealText(declaration.args), readOnly(object));
+      const { declared } = renderEntries(templates, include, declaration.snippet, JSON.parse(declaration.args), readOnly(object), new Map());
       const fault = collected.faults.verdict();
       if (fault) return { ok: false, error: fault };
       return { ok: true, ...declared, warnings: collected.warnings.size };

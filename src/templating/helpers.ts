@@ -131,12 +131,12 @@ export interface Helpers {
    * What one object of watched set `set` adds to map files, as snippet `snippet` renders
    * it with `locals.object` and `args` (plain data, copied as JSON, the same for every
    * object of the set): the snippet writes JSON `{ maps: { '<map file>': [[key, value]] },
-   * mapsOnly, ... }`, which this returns parsed, for the template to build its maps from.
-   * The controller records each call, so that a new or changed object whose snippet says
+   * mapsOnly }`; the call returns nothing. The template builds its maps with the same
+   * code the snippet runs (so that both agree). The controller records each call, so that a new or changed object whose snippet says
    * `mapsOnly` and whose keys nothing else holds has its entries added at runtime at
    * once, ahead of the full render (see map-entries.ts).
    */
-  mapEntries(set: unknown, object: unknown, snippet: unknown, args?: unknown): unknown;
+  mapEntries(set: unknown, object: unknown, snippet: unknown, args?: unknown): undefined;
   /**
    * Adds a certificate file `ssl/<name>` with this content to the render and
    * returns its path. Registering the same name again with the same content
@@ -215,7 +215,7 @@ export interface RenderSession {
   /** h.servers, as the running render implements it. */
   servers?(backend: unknown, snippet: unknown, args: unknown): string;
   /** h.mapEntries, as the running render implements it. */
-  mapEntries?(set: unknown, object: unknown, snippet: unknown, args: unknown): unknown;
+  mapEntries?(set: unknown, object: unknown, snippet: unknown, args: unknown): undefined;
 }
 
 /** A property path (as for get) or a function of the item. */

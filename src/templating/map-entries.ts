@@ -3,7 +3,7 @@
  * template names, for each object of a watched set, the snippet that turns that one
  * object into entries of map files; the snippet writes JSON
  * `{ "maps": { "<map file>": [[key, value], ...] }, "mapsOnly": true|false, ... }`
- * (anything else it writes is the template's own, handed back to it). `mapsOnly` is the
+ * (anything else it writes is ignored). `mapsOnly` is the
  * template's word that the object asks for nothing but those entries (no certificate,
  * no new backend, no other line). The render records each call, so that the fast path
  * can render one new or changed object's snippet alone and add its entries at runtime
@@ -65,18 +65,12 @@ export function declarationTarget(set: unknown, object: unknown, sets: ReadonlyS
 }
 
 /**
- * Reads what a mapEntries snippet wrote. Keys and values must be read back by haproxy as written
- * (no blanks, no control characters, not empty), in map
- * files the template set renders; otherwise the render aborts, naming the snippet.
+ * Reads what a mapEntries snippet wrote, parsed. Keys and values must be read back by haproxy as written (no blanks, no control
+ * characters, not empty), in map files the template set renders; otherwise the render
+ * aborts, naming the snippet.
  */
-export function readDeclaration(snippet: string, text: string, maps: ReadonlySet<string>): { maps: Record<string, Entry[]>; mapsOnly: boolean } {
+export function readDeclaration(snippet: string, value: unknown, maps: ReadonlyMap<string, unknown>): { maps: Record<string, Entry[]>; mapsOnly: boolean } {
   const bad = (message: string): never => abortRender(`mapEntries(): snippets/${snippet} ${message}`);
-  let value: unknown;
-  try {
-    value = JSON.parse(text);
-  } catch {
-    return bad('must write JSON');
-  }
   if (value === null || typeof value !== 'object' || Array.isArray(value)) return bad('must write a JSON object');
   const { maps: declared, mapsOnly } = value as { maps?: unknown; mapsOnly?: unknown };
   if (typeof mapsOnly !== 'boolean') return bad(`must say "mapsOnly": true or false, got ${describeValue(mapsOnly)}`);
