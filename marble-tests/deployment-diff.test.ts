@@ -1,7 +1,6 @@
 import { describe, it } from 'node:test';
 import { map } from 'rxjs';
 import type { ControllerEvent, Deployment, DeployRequest } from '../src/events.ts';
-import type { ConfigDiff } from '../src/haproxy/config-diff.ts';
 import type { RenderedConfig } from '../src/templating/rendered.ts';
 import { type Describe, deploymentDiffs } from '../streams/deployment-diff.ts';
 import { configNamed, endpoint, marbles, reconcileNo } from './helpers.ts';
@@ -74,44 +73,6 @@ describe('deploymentDiffs', () => {
       };
       const { marble, values, expected } = frames(run(deployment('A', ['e1'])), ['#1 (the diff could not be made: out of memory)\n']);
       expectObservable(deploymentDiffs(cold(marble, values), broken).pipe(diffs)).toBe(marble, expected);
-    });
-  });
-
-  it('waits for a diff made elsewhere, and passes the events after it on in their order once it is there', () => {
-    nextId = 1;
-    marbles().run(({ cold, expectObservable }) => {
-      const first = run(deployment('A', ['e1']));
-      const second = run(deployment('B', ['e1']));
-      const values = Object.fromEntries([...first, ...second].map((e, i) => [String.fromCharCode(97 + i), e]));
-      // A diff takes 5 ms to come back: the next deployment's events wait behind it, and its own diff 5 ms more.
-      const later: Describe = (from, to) => cold('5ms (d|)', { d: describeFake(from, to) as ConfigDiff });
-      const source = cold('abcdef', values);
-      expectObservable(deploymentDiffs(source, later).pipe(diffs)).toBe('ab 5ms (xyz) w', {
-        a: 'DeploymentStarted',
-        b: 'InstanceDeployed',
-        x: '#1 ∅→A',
-        y: 'DeploymentStarted',
-        z: 'InstanceDeployed',
-        w: '#2 A→B',
-      });
-    });
-  });
-
-  it('says so on the deployment when a diff made elsewhere fails or never comes, and goes on', () => {
-    nextId = 1;
-    marbles().run(({ cold, expectObservable }) => {
-      const events = [...run(deployment('A', ['e1'])), ...run(deployment('B', ['e1']))];
-      let calls = 0;
-      const flaky: Describe = () => (++calls === 1 ? cold<ConfigDiff>('2ms #', undefined, new Error('the helper died')) : cold<ConfigDiff>('6ms |'));
-      const { values } = frames(events, []);
-      expectObservable(deploymentDiffs(cold('abcdef', values), flaky).pipe(diffs)).toBe('ab 2ms (xde) 2ms y', {
-        a: 'DeploymentStarted',
-        b: 'InstanceDeployed',
-        x: '#1 (the diff could not be made: the helper died)\n',
-        d: 'DeploymentStarted',
-        e: 'InstanceDeployed',
-        y: '#2 (the diff could not be made: no diff came)\n',
-      });
     });
   });
 });

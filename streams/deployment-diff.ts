@@ -1,14 +1,11 @@
-import { type Observable, catchError, concatMap, defer, isObservable, map, of, take, throwIfEmpty } from 'rxjs';
+import { type Observable, defer, map } from 'rxjs';
 import type { ConfigDiff } from '../src/haproxy/config-diff.ts';
 import { errorMessage } from '../src/errors.ts';
 import type { ControllerEvent, Endpoint } from '../src/events.ts';
 import type { RenderedConfig } from '../src/templating/rendered.ts';
 
-/**
- * The diff from what the instances ran to what the deployment applied (src/haproxy/config-diff.ts
- * in production), at once or later: production has it made outside the event loop.
- */
-export type Describe = (from: RenderedConfig | undefined, to: RenderedConfig) => ConfigDiff | Observable<ConfigDiff>;
+/** The diff from what the instances ran to what the deployment applied (src/haproxy/config-diff.ts in production). */
+export type Describe = (from: RenderedConfig | undefined, to: RenderedConfig) => ConfigDiff;
 
 /** Instances remembered at most; the oldest news is forgotten first (pods come and go). */
 const REMEMBERED = 4096;
@@ -45,25 +42,24 @@ export function deploymentDiffs<E extends ControllerEvent>(events$: Observable<E
       if (config) running.set(id, config);
       while (running.size > REMEMBERED) running.delete(running.keys().next().value!);
     };
-    // In order: an event waits for the diff of a deployment completed before it.
     return events$.pipe(
-      concatMap((event): Observable<E> => {
+      map((event): E => {
         switch (event.type) {
           case 'DeploymentStarted':
             bases.set(event.deployment.id, ranBefore(event.deployment.endpoints));
-            return of(event);
+            return event;
           case 'InstanceDeployed':
           case 'InstanceDeployFailed':
             // After a failure haprx cannot vouch for what the instance runs.
             remember(event.result.endpoint.id, event.result.ok ? event.deployment.config : undefined);
-            return of(event);
+            return event;
           case 'DeploymentCompleted': {
             const from = bases.get(event.deployment.id);
             bases.delete(event.deployment.id);
-            return safely(describe, from, event.deployment.config).pipe(map((diff) => ({ ...event, diff })));
+            return { ...event, diff: safely(describe, from, event.deployment.config) };
           }
           default:
-            return of(event);
+            return event;
         }
       }),
     );
@@ -71,17 +67,10 @@ export function deploymentDiffs<E extends ControllerEvent>(events$: Observable<E
 }
 
 /** A diff that cannot be made says so; it never takes the deployment's events down with it. */
-function safely(describe: Describe, from: RenderedConfig | undefined, to: RenderedConfig): Observable<ConfigDiff> {
-  const failed = (err: unknown): ConfigDiff => ({ ...(from && { from: from.hash }), to: to.hash, files: [], text: `(the diff could not be made: ${errorMessage(err)})\n`, truncated: true });
+function safely(describe: Describe, from: RenderedConfig | undefined, to: RenderedConfig): ConfigDiff {
   try {
-    const made = describe(from, to);
-    if (!isObservable(made)) return of(made);
-    return made.pipe(
-      take(1),
-      throwIfEmpty(() => new Error('no diff came')),
-      catchError((err: unknown) => of(failed(err))),
-    );
+    return describe(from, to);
   } catch (err) {
-    return of(failed(err));
+    return { ...(from && { from: from.hash }), to: to.hash, files: [], text: `(the diff could not be made: ${errorMessage(err)})\n`, truncated: true };
   }
 }

@@ -148,7 +148,6 @@ OTEL_EXPORTER_OTLP_TRACES_ENDPOINT) is set, e.g. Jaeger's http://127.0.0.1:4318.
           deployTo: (_endpoint, deployment) => from(target.deploy(deployment.config, deployment.fast)),
           values: sets.values,
           scrub: obs.scrub,
-          diffWork: (from, to) => spawner.diff(from, to),
           ...(recording && { recording: recording.control }),
         });
       },

@@ -30,7 +30,7 @@ import type { Command } from './main.ts';
 import { reportStrayErrors } from './guard.ts';
 import { clusterFeedback, objectEventRecorder } from './feedback.ts';
 import { fromAbortable } from './abortable.ts';
-import { type CanaryIO, type ControllerIO, type RenderBasis, controllerGraph } from './wiring.ts';
+import { type CanaryIO, type RenderBasis, controllerGraph } from './wiring.ts';
 import type { RecordingControl } from '../replay/control.ts';
 import { RECORD_OPTIONS, RECORD_USAGE, type RecordFlags, parseRecordFlags, startRecording } from './recording-flags.ts';
 
@@ -75,8 +75,6 @@ export interface InClusterOptions {
   identity: string;
   leaseTimings?: Partial<LeaseTimings>;
   validator: Pick<Validator, 'validate'>;
-  /** Makes deployments' diffs outside the event loop (the spawn helper); in it when absent. */
-  diffWork?: ControllerIO['diffWork'];
   targets: TargetFactory;
   /** How long a stop waits for the deployment in flight before aborting it. */
   drainTimeoutMs?: number;
@@ -259,7 +257,6 @@ export function startInCluster(options: InClusterOptions): RunningController {
         credentials$: credentialsLoaded$,
         canary,
         ...(observer?.scrub && { scrub: observer.scrub }),
-        ...(options.diffWork && { diffWork: options.diffWork }),
         ...(options.recording && { recording: options.recording }),
         ...(options.admission && { onRender: ({ loaded: l, values, resources }: RenderBasis) => options.admission!.setBasis({ config: l.config, templates: l.templates, values, resources }) }),
       });
@@ -494,7 +491,6 @@ ${RECORD_USAGE}`,
       identity,
       leaseTimings: timings,
       validator: new Validator({ haproxyBin: values['haproxy-bin'], runner: spawner.run }),
-      diffWork: (from, to) => spawner.diff(from, to),
       targets: (target) => new DataplaneTarget({ ...target, onStep: (step) => log.debug({ endpoint: target.baseUrl, step: step.kind }, step.detail) }),
       drainTimeoutMs,
       observer: obs,

@@ -1,7 +1,7 @@
 import { EMPTY, type Observable, defer, finalize, map, mergeMap, of, tap } from 'rxjs';
 import type { CanaryProbeSettings, CanarySettings, WatchedResource } from '../config/controller-config.ts';
 import type { CanaryCheck, ControllerEvent, Deployment, Endpoint, InstanceOutcome } from '../events.ts';
-import { type ConfigDiff, configDiff, finishDiff } from '../haproxy/config-diff.ts';
+import { configDiff } from '../haproxy/config-diff.ts';
 import { planDeployment } from '../haproxy/plan.ts';
 import { type Validator, couldNotRun } from '../haproxy/validate.ts';
 import type { ResourceChange } from '../k8s/resource.ts';
@@ -39,8 +39,6 @@ export interface ControllerIO {
   onRender?(basis: RenderBasis): void;
   /** Blanks the values of watched Secrets out of a text (the deployment diffs); redaction of credentials and keys is always on. */
   scrub?(text: string): string;
-  /** Makes the costly part of a deployment's diff (config-diff.ts diffWork) outside this event loop; here when absent. */
-  diffWork?(from: RenderedConfig, to: RenderedConfig): Promise<ConfigDiff>;
   /** What canary rollout needs of the targets (with `settings.canary`; a fleet of one never needs it). */
   canary?: CanaryIO;
   /** Records the graph's inputs while a recording is on (`--record`, docs/replay.md). */
@@ -97,13 +95,7 @@ export function controllerGraph(loaded: LoadedConfig, io: ControllerIO): Observa
           }),
         ),
       deployTo: io.deployTo,
-      diff: (from, to) => {
-        const scrub = { ...(io.scrub && { scrub: io.scrub }) };
-        // Nothing to compare, or nothing changed: cheap here. Otherwise made outside the event loop when it can be.
-        if (!io.diffWork || from === undefined || from.hash === to.hash) return configDiff(from, to, scrub);
-        const work = io.diffWork;
-        return defer(() => work(from, to)).pipe(map((made) => finishDiff(made, scrub)));
-      },
+      diff: (from, to) => configDiff(from, to, { ...(io.scrub && { scrub: io.scrub }) }),
       ...(io.canary && config.settings.canary && { canary: canaryDeps(io.canary, config.settings.canary) }),
       ...(io.leader$ && { leader$: io.leader$ }),
       ...(io.credentials$ && { credentials$: io.credentials$ }),

@@ -137,16 +137,7 @@ function hunksOf(changes: readonly ArrayChange<string>[], context: number, shown
  * files are listed, as added, without their text.
  */
 export function configDiff(from: RenderedConfig | undefined, to: RenderedConfig, options: ConfigDiffOptions = {}): ConfigDiff {
-  return finishDiff(diffWork(from, to, options), options);
-}
-
-/**
- * The part of configDiff that costs: its text redacted but neither scrubbed nor bounded
- * (finishDiff does both). At 10k objects it takes tens of milliseconds, so the
- * controller has it done outside its event loop (spawn-helper.ts).
- */
-export function diffWork(from: RenderedConfig | undefined, to: RenderedConfig, options: Pick<ConfigDiffOptions, 'maxChangedLines' | 'context'> = {}): ConfigDiff {
-  const { maxChangedLines, context } = { ...DIFF_DEFAULTS, ...options };
+  const { maxBytes, maxChangedLines, context } = { ...DIFF_DEFAULTS, ...options };
   const after = filesOf(to);
   if (from === undefined) {
     return { to: to.hash, files: [...after.values()].map((f) => ({ path: f.path, change: 'added', added: lineCount(f.text), removed: 0 })), text: '', truncated: false };
@@ -190,16 +181,9 @@ export function diffWork(from: RenderedConfig | undefined, to: RenderedConfig, o
       hunks: hunksOf(changes, context, main ? redactLine : (line) => line, (region?.firstLine ?? 0) + 1),
     });
   }
-  const text = patches.length > 0 ? formatPatch(patches, { includeIndex: false, includeUnderline: false, includeFileHeaders: true }) : '';
-  return { from: from.hash, to: to.hash, files, text, truncated };
-}
-
-/** Scrubs the text of diffWork (before it is cut, so that no secret is cut in two) and bounds it. */
-export function finishDiff(diff: ConfigDiff, options: Pick<ConfigDiffOptions, 'scrub' | 'maxBytes'> = {}): ConfigDiff {
-  if (diff.text === '') return diff;
   const scrub = options.scrub ?? ((text: string) => text);
-  const bounded = boundText(scrub(diff.text), options.maxBytes ?? DIFF_DEFAULTS.maxBytes);
-  return { ...diff, text: bounded.text, truncated: diff.truncated || bounded.cut };
+  const bounded = boundText(patches.length > 0 ? scrub(formatPatch(patches, { includeIndex: false, includeUnderline: false, includeFileHeaders: true })) : '', maxBytes);
+  return { from: from.hash, to: to.hash, files, text: bounded.text, truncated: truncated || bounded.cut };
 }
 
 /**

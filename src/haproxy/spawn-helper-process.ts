@@ -1,12 +1,9 @@
 /**
  * The spawn helper's own program (see spawn-helper.ts): it runs the programs its parent
- * asks for over the IPC channel and answers with how each ended, and makes the diffs
- * of deployments. It holds nothing else, so starting a child from here costs the
- * controller nothing.
+ * asks for over the IPC channel and answers with how each ended. It holds nothing else,
+ * so starting a child from here costs the controller nothing.
  */
-import { errorMessage } from '../errors.ts';
 import { runChild, type ChildRequest } from './child-run.ts';
-import { diffWork } from './config-diff.ts';
 import type { HelperReply, HelperRequest } from './spawn-helper.ts';
 
 const running = new Map<number, { abort: AbortController; done: Promise<void> }>();
@@ -24,14 +21,6 @@ process.on('message', (message: unknown) => {
   if (!isRequest(message)) return;
   if (message.type === 'abort') {
     running.get(message.id)?.abort.abort();
-    return;
-  }
-  if (message.type === 'diff') {
-    try {
-      reply({ id: message.id, diff: diffWork(message.from, message.to) });
-    } catch (err) {
-      reply({ id: message.id, failed: errorMessage(err) });
-    }
     return;
   }
   const abort = new AbortController();

@@ -1,7 +1,6 @@
 /**
  * A small process, started while the controller is still small, that starts `haproxy -c`
- * on the controller's behalf, and makes the diffs of deployments (tens of milliseconds
- * of work at 10k objects that would otherwise hold the controller's event loop). Starting a child from the controller itself forks it: at
+ * on the controller's behalf. Starting a child from the controller itself forks it: at
  * 10k Ingresses that is a process of several hundred MiB whose page tables are copied
  * while its event loop waits (up to 140 ms on a busy machine). Here the controller only
  * sends a message.
@@ -12,16 +11,11 @@
  */
 import { fork, type ChildProcess } from 'node:child_process';
 import { errorMessage } from '../errors.ts';
-import type { RenderedConfig } from '../templating/rendered.ts';
 import { killGroup, type ChildOutcome, type ChildRequest, type ChildRunner } from './child-run.ts';
-import type { ConfigDiff } from './config-diff.ts';
 
-export type HelperRequest =
-  | { type: 'run'; id: number; request: ChildRequest }
-  | { type: 'abort'; id: number }
-  | { type: 'diff'; id: number; from: RenderedConfig | undefined; to: RenderedConfig };
-/** A child started (its process id), or how it ended; a diff, or why it could not be made. */
-export type HelperReply = { id: number; pid: number } | { id: number; outcome: ChildOutcome } | { id: number; diff: ConfigDiff } | { id: number; failed: string };
+export type HelperRequest = { type: 'run'; id: number; request: ChildRequest } | { type: 'abort'; id: number };
+/** A child started (its process id), or how it ended. */
+export type HelperReply = { id: number; pid: number } | { id: number; outcome: ChildOutcome };
 
 const PROGRAM = new URL(import.meta.url.endsWith('.ts') ? './spawn-helper-process.ts' : './spawn-helper-process.js', import.meta.url);
 
@@ -39,10 +33,7 @@ export interface SpawnHelperOptions {
 }
 
 interface Pending {
-  /** Ends the request: how its child ended, or why there is no answer (then also for a diff). */
   settle: (outcome: ChildOutcome) => void;
-  /** A diff request's answer. */
-  diffed?: (diff: ConfigDiff) => void;
   /** The child the helper started for it, killed if the helper dies first. */
   pid?: number;
 }
@@ -111,33 +102,6 @@ export class SpawnHelper {
     });
   };
 
-  /**
-   * The costly part of a deployment's diff (config-diff.ts diffWork), made in the helper:
-   * at 10k objects it would hold the controller's event loop for tens of milliseconds.
-   * Rejects when the helper cannot make it in time or dies meanwhile.
-   */
-  diff(from: RenderedConfig | undefined, to: RenderedConfig, timeoutMs = 10_000): Promise<ConfigDiff> {
-    let live: Live;
-    try {
-      live = this.ensure();
-    } catch (err) {
-      return Promise.reject(new Error(`could not start the spawn helper: ${errorMessage(err)}`));
-    }
-    const id = ++this.nextId;
-    return new Promise<ConfigDiff>((resolve, reject) => {
-      const guard = setTimeout(() => end(() => reject(new Error(`the spawn helper made no diff within ${timeoutMs} ms`))), timeoutMs);
-      const end = (then: () => void) => {
-        if (!live.pending.delete(id)) return;
-        clearTimeout(guard);
-        this.reference(live);
-        then();
-      };
-      live.pending.set(id, { settle: (outcome) => end(() => reject(new Error('message' in outcome ? outcome.message : 'no diff came'))), diffed: (diff) => end(() => resolve(diff)) });
-      this.reference(live);
-      this.send(live, { type: 'diff', id, from, to }, (err) => end(() => reject(new Error(`could not reach the spawn helper: ${err.message}`))));
-    });
-  }
-
   /** Stops the helper; what it runs is killed (it does so when its channel closes). */
   async stop(): Promise<void> {
     this.stopped = true;
@@ -155,7 +119,7 @@ export class SpawnHelper {
 
   private ensure(): Live {
     if (this.live) return this.live;
-    const child = fork(PROGRAM, [], { execArgv: HELPER_NODE_FLAGS, stdio: ['ignore', 'ignore', 'inherit', 'ipc'], serialization: 'advanced' });
+    const child = fork(PROGRAM, [], { execArgv: HELPER_NODE_FLAGS, stdio: ['ignore', 'ignore', 'inherit', 'ipc'], serialization: 'json' });
     this.started++;
     const live: Live = { child, pending: new Map() };
     this.live = live;
@@ -168,7 +132,7 @@ export class SpawnHelper {
       for (const p of pending) {
         // Its children lead their own groups and would outlive it.
         killGroup(p.pid);
-        p.settle({ kind: 'spawn', message: `the spawn helper ${cause} before ${p.diffed ? 'the diff was made' : 'haproxy -c finished'}` });
+        p.settle({ kind: 'spawn', message: `the spawn helper ${cause} before haproxy -c finished` });
       }
       if (!this.stopped) this.onExit?.(`the spawn helper ${cause}`);
     };
@@ -180,9 +144,7 @@ export class SpawnHelper {
       const pending = live.pending.get(message.id);
       if (!pending) return;
       if ('pid' in message) pending.pid = message.pid;
-      else if ('outcome' in message) pending.settle(message.outcome);
-      else if ('diff' in message) pending.diffed?.(message.diff);
-      else pending.settle({ kind: 'spawn', message: message.failed });
+      else pending.settle(message.outcome);
     });
     this.reference(live);
     return live;

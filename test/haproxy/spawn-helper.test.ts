@@ -7,7 +7,6 @@ import { join } from 'node:path';
 import { afterEach, beforeEach, describe, test } from 'node:test';
 import { fileURLToPath } from 'node:url';
 import { Validator } from '../../src/haproxy/validate.ts';
-import { configDiff, finishDiff } from '../../src/haproxy/config-diff.ts';
 import { SpawnHelper } from '../../src/haproxy/spawn-helper.ts';
 import { sealRendered } from '../../src/templating/rendered.ts';
 import type { RenderedConfig } from '../../src/templating/rendered.ts';
@@ -134,25 +133,5 @@ describe('SpawnHelper', () => {
     assert.equal(alive(pid), false);
     await until('the check to be killed', () => (alive(sleeper!) ? undefined : true), 5_000);
     assert.deepEqual(exits, []);
-  });
-
-  test('makes a deployment diff as this process would, and one after it was killed or froze', async () => {
-    const from = rendered('from');
-    const to = sealRendered({ main: from.main.replace('server s1 127.0.0.1:80', 'server s1 127.0.0.1:81'), maps: { 'hosts.map': 'a.test be\n' }, files: {}, certs: {} });
-    const here = configDiff(from, to);
-    assert.deepEqual(finishDiff(await helper.diff(from, to)), here);
-    assert.match(here.text, /^- {2}server s1 127\.0\.0\.1:80$/m);
-
-    process.kill(helper.pid!, 'SIGKILL');
-    await until('the helper to be seen gone', () => (exits.length > 0 ? true : undefined), 5_000);
-    assert.deepEqual(finishDiff(await helper.diff(from, to)), here, 'a new helper makes it');
-
-    const frozen = helper.pid!;
-    process.kill(frozen, 'SIGSTOP');
-    await assert.rejects(helper.diff(from, to, 300), /made no diff within 300 ms/);
-    process.kill(frozen, 'SIGKILL');
-    await until('the frozen helper to be seen gone', () => (exits.length > 1 ? true : undefined), 5_000);
-    assert.deepEqual(finishDiff(await helper.diff(from, to)), here);
-    assert.equal(helper.starts, 3);
   });
 });
