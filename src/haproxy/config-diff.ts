@@ -43,6 +43,8 @@ export interface ConfigDiffOptions {
   context?: number;
   /** Blanks out what else must not be shown (e.g. the values of watched Secrets); applied to the text. */
   scrub?: (text: string) => string;
+  /** Told how many lines each region of haproxy.cfg that it line-diffs has (both sides together); for measuring its work. */
+  onRegion?: (lines: number) => void;
 }
 
 export const DIFF_DEFAULTS = { maxBytes: 64 * 1024, maxChangedLines: 500, context: 3 } as const;
@@ -101,7 +103,8 @@ function hunksOf(changes: readonly ArrayChange<string>[], context: number, shown
   for (const [i, change] of changes.entries()) {
     if (!change.added && !change.removed) {
       // Only the lines shown as context are redacted: a long unchanged stretch costs nothing.
-      const count = change.value.length;
+      // A long stretch may carry only its first and last `context` lines (see sectionChanges).
+      const count = change.count;
       if (open) {
         if (count <= 2 * context && i < changes.length - 1) for (const line of change.value) open.lines.push(` ${shown(line)}`);
         else close(change.value.slice(0, context).map(shown));
@@ -153,14 +156,11 @@ export function configDiff(from: RenderedConfig | undefined, to: RenderedConfig,
     const b = after.get(path);
     if (a && b && a.text === b.text) continue;
     const main = (a ?? b)!.main;
-    // Only the lines between what both texts begin and end with (and the context around
-    // them) are split and diffed: a large configuration with a small change costs little.
-    const region = a && b && (main || path.startsWith('maps/')) ? changedRegion(a.text, b.text, context) : undefined;
-    // PEM blocks span lines: auxiliary files are redacted whole before they are split.
-    const oldLines = linesOf(region ? region.before : a ? (main ? a.text : redactPem(a.text)) : '');
-    const newLines = linesOf(region ? region.after : b ? (main ? b.text : redactPem(b.text)) : '');
     const change: FileChange['change'] = !a ? 'added' : !b ? 'removed' : 'modified';
-    const changes = diffArrays(oldLines, newLines, { maxEditLength: maxChangedLines });
+    // haproxy.cfg is diffed a section at a time from one change to the next, so that
+    // changes spread over a large configuration (servers moved in many backends) cost
+    // what they change, and the work ends as soon as the bound is crossed.
+    const changes = main && a && b ? sectionChanges(a.text, b.text, maxChangedLines, context, options.onRegion) : regionChanges(a, b, main, path, context, maxChangedLines);
     if (!changes) {
       files.push({ path, change, tooLarge: true });
       truncated = true;
@@ -168,7 +168,7 @@ export function configDiff(from: RenderedConfig | undefined, to: RenderedConfig,
     }
     let added = 0;
     let removed = 0;
-    for (const c of changes) {
+    for (const c of changes.changes) {
       if (c.added) added += c.count;
       else if (c.removed) removed += c.count;
     }
@@ -178,12 +178,146 @@ export function configDiff(from: RenderedConfig | undefined, to: RenderedConfig,
       newFileName: b ? `b/${path}` : '/dev/null',
       oldHeader: from.hash.slice(0, 12),
       newHeader: to.hash.slice(0, 12),
-      hunks: hunksOf(changes, context, main ? redactLine : (line) => line, (region?.firstLine ?? 0) + 1),
+      hunks: hunksOf(changes.changes, context, main ? redactLine : (line) => line, changes.firstLine + 1),
     });
   }
   const scrub = options.scrub ?? ((text: string) => text);
   const bounded = boundText(patches.length > 0 ? scrub(formatPatch(patches, { includeIndex: false, includeUnderline: false, includeFileHeaders: true })) : '', maxBytes);
   return { from: from.hash, to: to.hash, files, text: bounded.text, truncated: truncated || bounded.cut };
+}
+
+interface LineChanges {
+  changes: ArrayChange<string>[];
+  /** Lines before the first change listed (the same number in both texts). */
+  firstLine: number;
+}
+
+/** Any file: the lines between what both texts begin and end with, diffed at once; undefined beyond the bound. */
+function regionChanges(a: FileText | undefined, b: FileText | undefined, main: boolean, path: string, context: number, maxChangedLines: number): LineChanges | undefined {
+    // Only the lines between what both texts begin and end with (and the context around
+    // them) are split and diffed: a large configuration with a small change costs little.
+    const region = a && b && (main || path.startsWith('maps/')) ? changedRegion(a.text, b.text, context) : undefined;
+    // PEM blocks span lines: auxiliary files are redacted whole before they are split.
+    const oldLines = linesOf(region ? region.before : a ? (main ? a.text : redactPem(a.text)) : '');
+    const newLines = linesOf(region ? region.after : b ? (main ? b.text : redactPem(b.text)) : '');
+    const changes = diffArrays(oldLines, newLines, { maxEditLength: maxChangedLines });
+    return changes && { changes, firstLine: region?.firstLine ?? 0 };
+}
+
+/** Headers tried after a change before the rest of both texts is taken as one region (a section removed in `b` has no match). */
+const RESYNC_TRIES = 8;
+
+/**
+ * The line changes from `a` to `b` (haproxy.cfg), found a change at a time: from the
+ * first character that differs, back to its line's start, forward to the next section
+ * header of `a` that `b` also has after that point; the lines in between are
+ * line-diffed, and the comparison goes on from that header in both. Unchanged
+ * stretches are not split into lines: they carry their line count and only the lines
+ * shown as context. Undefined as soon as more than `maxEdits` lines changed.
+ */
+function sectionChanges(a: string, b: string, maxEdits: number, context: number, onRegion?: (lines: number) => void): LineChanges | undefined {
+  const changes: ArrayChange<string>[] = [];
+  const same = (value: string[], count: number) => {
+    if (count === 0) return;
+    const last = changes.at(-1);
+    if (last && !last.added && !last.removed) {
+      const joined = [...last.value, ...value];
+      count += last.count;
+      changes.pop();
+      value = count <= 2 * context ? joined : context > 0 ? [...joined.slice(0, context), ...joined.slice(-context)] : [];
+    }
+    changes.push({ value, count, added: false, removed: false });
+  };
+  let pa = 0;
+  let pb = 0;
+  let edits = 0;
+  while (pa < a.length || pb < b.length) {
+    const common = commonFrom(a, pa, b, pb);
+    if (pa + common === a.length && pb + common === b.length) {
+      same(...unchangedLines(a, pa, a.length, context));
+      break;
+    }
+    // The changed line starts where the common text's last line break ends.
+    const la = Math.max(pa, a.lastIndexOf('\n', pa + common - 1) + 1);
+    const lb = pb + (la - pa);
+    same(...unchangedLines(a, pa, la, context));
+    let [ha, hb] = [a.length, b.length];
+    for (let header = nextHeader(a, la), tries = 0; header < a.length && tries < RESYNC_TRIES; header = nextHeader(a, header), tries++) {
+      const found = lineIn(b, a.slice(header, lineEnd(a, header)), lb);
+      if (found >= 0) {
+        [ha, hb] = [header, found];
+        break;
+      }
+    }
+    const before = linesOf(a.slice(la, ha));
+    const after = linesOf(b.slice(lb, hb));
+    onRegion?.(before.length + after.length);
+    const region = diffArrays(before, after, { maxEditLength: maxEdits - edits });
+    if (!region) return undefined;
+    for (const c of region) {
+      if (c.added || c.removed) {
+        edits += c.count;
+        changes.push(c);
+      } else same(c.value, c.count);
+    }
+    if (edits > maxEdits) return undefined;
+    [pa, pb] = [ha, hb];
+  }
+  return { changes, firstLine: 0 };
+}
+
+/** The lines of text[from, to) as an unchanged change: all of them when few, else only the first and last `context`. */
+function unchangedLines(text: string, from: number, to: number, context: number): [string[], number] {
+  if (from >= to) return [[], 0];
+  let count = 0;
+  for (let i = text.indexOf('\n', from); i >= 0 && i < to; i = text.indexOf('\n', i + 1)) count++;
+  if (text[to - 1] !== '\n') count++;
+  if (count <= 2 * context) return [linesOf(text.slice(from, to)), count];
+  if (context === 0) return [[], count];
+  let headEnd = from;
+  for (let k = 0; k < context; k++) headEnd = text.indexOf('\n', headEnd) + 1;
+  let tailStart = text[to - 1] === '\n' ? to - 1 : to;
+  for (let k = 0; k < context; k++) tailStart = text.lastIndexOf('\n', tailStart - 1);
+  return [[...linesOf(text.slice(from, headEnd)), ...linesOf(text.slice(tailStart + 1, to))], count];
+}
+
+/** The start of the first line after the one at `from` that opens a section (not indented, not blank, not a comment); the text's length if none. */
+function nextHeader(text: string, from: number): number {
+  for (let i = text.indexOf('\n', from); i >= 0 && i + 1 < text.length; i = text.indexOf('\n', i + 1)) {
+    const c = text.charCodeAt(i + 1);
+    if (c !== 0x20 && c !== 0x09 && c !== 0x0a && c !== 0x0d && c !== 0x23) return i + 1;
+  }
+  return text.length;
+}
+
+/** Where the line starting at `at` ends, its line break included. */
+function lineEnd(text: string, at: number): number {
+  const end = text.indexOf('\n', at);
+  return end < 0 ? text.length : end + 1;
+}
+
+/** The start of the first whole line of `text` at or after `from` equal to `line` (with its line break); -1 if none. */
+function lineIn(text: string, line: string, from: number): number {
+  for (let at = text.indexOf(line, from), seen = 0; at >= 0 && seen < RESYNC_TRIES; at = text.indexOf(line, at + 1), seen++) {
+    const starts = at === 0 || text.charCodeAt(at - 1) === 0x0a;
+    const ends = line.endsWith('\n') || at + line.length === text.length;
+    if (starts && ends) return at;
+  }
+  return -1;
+}
+
+/** How many characters `a` from `ia` and `b` from `ib` share, compared a block at a time (no copies). */
+function commonFrom(a: string, ia: number, b: string, ib: number): number {
+  const limit = Math.min(a.length - ia, b.length - ib);
+  let same = 0;
+  let step = 1 << 16;
+  while (same < limit) {
+    const n = Math.min(step, limit - same);
+    if (a.slice(ia + same, ia + same + n) === b.slice(ib + same, ib + same + n)) same += n;
+    else if (n === 1) break;
+    else step = Math.max(1, n >> 1);
+  }
+  return same;
 }
 
 /**

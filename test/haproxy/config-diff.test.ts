@@ -105,6 +105,50 @@ describe('configDiff', () => {
     ]);
   });
 
+  it('diffs changes spread over a large haproxy.cfg section by section, and the hunks read back', () => {
+    let seed = 11;
+    const random = (n: number) => (seed = (seed * 48271) % 2147483647) % n;
+    const base = backends(3_000);
+    for (let round = 0; round < 8; round++) {
+      const sections = base.split(/(?=^backend )/m);
+      const edited = [...sections];
+      for (let k = 0; k < 12; k++) {
+        const at = 1 + random(edited.length - 1);
+        const what = (round + k) % 5;
+        if (what === 0) edited[at] = edited[at]!.replace('weight 10', 'weight 20');
+        else if (what === 1) edited.splice(at, 0, `backend added${round}_${k}\n  server n 10.9.9.9:80\n`);
+        else if (what === 2) edited.splice(at, 1);
+        else if (what === 3) edited[at] = edited[at]!.replace(/^backend (\S+)/, 'backend $1_renamed');
+        else edited[at] = `${edited[at]}  # a comment\n`;
+      }
+      if (round % 2 === 1) edited.push('backend last\n  server z 10.0.0.1:80');
+      const after = edited.join('');
+      const diff = configDiff(config({ main: base }), config({ main: after }));
+      assert.equal(diff.truncated, false, `round ${round}`);
+      assert.equal(applyAll(diff.text, { 'haproxy.cfg': base })['haproxy.cfg'], after, `round ${round}: the hunks read back`);
+      const counted = diff.text.split('\n').slice(2);
+      assert.deepEqual(diff.files, [
+        { path: 'haproxy.cfg', change: 'modified', added: counted.filter((l) => l.startsWith('+')).length, removed: counted.filter((l) => l.startsWith('-')).length },
+      ]);
+    }
+    // One changed line in each of five backends spread over the file: five hunks of one line each.
+    const spread = configDiff(config({ main: base }), config({ main: backends(3_000, (i) => (i % 600 === 5 ? 1 : 10)) }));
+    assert.deepEqual(spread.files, [{ path: 'haproxy.cfg', change: 'modified', added: 5, removed: 5 }]);
+    assert.equal(parsePatch(spread.text)[0]!.hunks.length, 5);
+  });
+
+  it('stops at its bound when changes spread over a large haproxy.cfg, without diffing the rest', () => {
+    // 10,000 backends with a changed server line in every tenth: far beyond 100 changed lines.
+    const a = config({ main: backends(10_000) });
+    const b = config({ main: backends(10_000, (i) => (i % 10 === 0 ? 20 : 10)) });
+    const regions: number[] = [];
+    const diff = configDiff(a, b, { maxChangedLines: 100, onRegion: (lines) => regions.push(lines) });
+    assert.deepEqual(diff.files, [{ path: 'haproxy.cfg', change: 'modified', tooLarge: true }]);
+    // The diff ends at the region that crossed the bound: about 51 regions of a few lines, not 100,000 lines.
+    assert.ok(regions.length > 0 && regions.length <= 60, `${regions.length} regions`);
+    assert.ok(regions.every((n) => n < 10), `regions of ${Math.max(...regions)} lines`);
+  });
+
   it('diffs only the region that changed in a large configuration, with the same hunks as a diff of the whole', () => {
     // A deterministic sequence of edits: at the start, in the middle, at the end, with and without a last line break.
     let seed = 7;
