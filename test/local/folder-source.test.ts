@@ -245,6 +245,44 @@ describe('folderSource never loses an edit', async () => {
     await s.until('the periodic rescan', () => s.now.get('x') === 2, 3_000);
   });
 
+  /**
+   * Loads `count` Services from one file into receivers that take `busyMs` for each; says,
+   * for each object, whether a timer of 0 set at the first had fired by then (a later turn).
+   */
+  async function turnsOfOneFile(name: string, count: number, busyMs: number): Promise<boolean[]> {
+    const dir = join(root, name);
+    await mkdir(dir);
+    await writeFile(join(dir, 'all.yaml'), Array.from({ length: count }, (_, i) => service(`s${i}`)).join('---\n'));
+    let later = false;
+    const turns: boolean[] = [];
+    let synced = 0;
+    const subscription = folderSource({ dir, watches, follow: false }).subscribe((c) => {
+      if (c.type === 'synced') synced++;
+      if (c.type !== 'upsert') return;
+      if (turns.length === 0) setTimeout(() => (later = true), 0);
+      turns.push(later);
+      // A slow receiver: garbage collection or a busy core, as a loaded machine has them.
+      const start = performance.now();
+      while (performance.now() - start < busyMs);
+    });
+    await until('the load', () => (synced === 2 ? true : undefined), 10_000);
+    subscription.unsubscribe();
+    return turns;
+  }
+
+  it('passes the objects of a small file on in one turn, however slow the receivers are', async () => {
+    // A new Service, its EndpointSlice and its Ingress in one file must reach the trigger together.
+    const turns = await turnsOfOneFile('one-turn', 3, 15);
+    assert.deepEqual(turns, [false, false, false]);
+  });
+
+  it('gives the event loop turns while it passes on a large file', async () => {
+    const turns = await turnsOfOneFile('sliced', 400, 0.2);
+    assert.equal(turns.length, 400);
+    assert.equal(turns[0], false);
+    assert.equal(turns.at(-1), true, 'a timer ran before the last object');
+  });
+
   it('skips an object larger than the bound, names it, keeps its last version and loads the rest of the file', async () => {
     const dir = join(root, 'large');
     await mkdir(dir);
