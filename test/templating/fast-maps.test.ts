@@ -4,13 +4,12 @@ import type { LoadedConfig } from '../../src/cli/load-config.ts';
 import type { ChangeRef } from '../../src/events.ts';
 import { parseMapFile } from '../../src/haproxy/map-file.ts';
 import { planDeployment } from '../../src/haproxy/plan.ts';
-import type { KubeObject, ResourceChange } from '../../src/k8s/resource.ts';
-import { Store } from '../../src/k8s/store.ts';
+import type { KubeObject } from '../../src/k8s/resource.ts';
 import { renderTemplates } from '../../src/templating/engine.ts';
 import { type FastMapPlan, planFastPath } from '../../src/templating/fast-maps.ts';
 import { type RenderedConfig, sealRendered } from '../../src/templating/rendered.ts';
-import { changeRef } from '../../streams/trigger.ts';
 import { shippedTemplates } from '../webhook/support.ts';
+import { mainThreadCluster } from './support.ts';
 
 const service = (i: number): KubeObject => ({ apiVersion: 'v1', kind: 'Service', metadata: { namespace: 'shop', name: `svc-${i}` }, spec: { ports: [{ name: 'http', port: 80 }] } });
 const slice = (i: number, ips: string[]): KubeObject => ({
@@ -29,19 +28,9 @@ const ingress = (name: string, host: unknown, paths: unknown[], extra: Record<st
   spec: { rules: [{ host, http: { paths } }], ...extra },
 });
 
-/** The main thread's side, as the graph keeps it: unsealed stores, changes applied one by one. */
+/** The main thread's side, as the graph keeps it, and the fast path's plan on it. */
 function cluster(loaded: LoadedConfig) {
-  const stores = new Map(loaded.config.watch.map((w) => [w.name, new Store(w.name, { ...w, seal: false })]));
-  const apply = (change: ResourceChange): ChangeRef => {
-    stores.get(change.type === 'problem' ? '' : change.resource)!.apply(change);
-    return changeRef(change);
-  };
-  const values = { ...loaded.config.values, httpPort: 18080 };
-  const full = (): RenderedConfig => {
-    const result = renderTemplates(loaded.templates, { resources: Object.fromEntries(stores), values });
-    assert.ok(result.ok, JSON.stringify(!result.ok && result.error));
-    return result.config;
-  };
+  const { stores, apply, values, full } = mainThreadCluster(loaded);
   const fast = (base: RenderedConfig, changes: ChangeRef[]): FastMapPlan => planFastPath(base, changes, { templates: loaded.templates, values, timeoutMs: 10_000, resources: stores });
   for (let i = 0; i < 3; i++) {
     apply({ type: 'upsert', resource: 'services', object: service(i) });

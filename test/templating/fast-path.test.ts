@@ -3,14 +3,14 @@ import { before, describe, it } from 'node:test';
 import type { LoadedConfig } from '../../src/cli/load-config.ts';
 import type { ChangeRef } from '../../src/events.ts';
 import { planDeployment } from '../../src/haproxy/plan.ts';
-import type { KubeObject, ResourceChange } from '../../src/k8s/resource.ts';
+import type { KubeObject } from '../../src/k8s/resource.ts';
 import { Store } from '../../src/k8s/store.ts';
 import { renderTemplates } from '../../src/templating/engine.ts';
 import { type FastPlan, planFast, prepareFast } from '../../src/templating/fast-path.ts';
 import type { RenderedConfig } from '../../src/templating/rendered.ts';
 import { changeRef } from '../../streams/trigger.ts';
 import { shippedTemplates } from '../webhook/support.ts';
-import { compiled } from './support.ts';
+import { compiled, mainThreadCluster } from './support.ts';
 
 const service = (i: number): KubeObject => ({ apiVersion: 'v1', kind: 'Service', metadata: { namespace: 'shop', name: `svc-${i}` }, spec: { ports: [{ name: 'http', port: 80 }] } });
 const slice = (i: number, ips: string[], port = 8080): KubeObject => ({
@@ -28,19 +28,9 @@ const ingress = (i: number): KubeObject => ({
   spec: { rules: [{ host: `app-${i}.example.com`, http: { paths: [{ path: '/', pathType: 'Prefix', backend: { service: { name: `svc-${i}`, port: { number: 80 } } } }] } }] },
 });
 
-/** The main thread's side, as the graph keeps it: unsealed stores, changes applied one by one. */
+/** The main thread's side, as the graph keeps it, and the fast path's plan on it. */
 function cluster(loaded: LoadedConfig) {
-  const stores = new Map(loaded.config.watch.map((w) => [w.name, new Store(w.name, { ...w, seal: false })]));
-  const apply = (change: ResourceChange): ChangeRef => {
-    stores.get(change.type === 'problem' ? '' : change.resource)!.apply(change);
-    return changeRef(change);
-  };
-  const values = { ...loaded.config.values, httpPort: 18080 };
-  const full = (): RenderedConfig => {
-    const result = renderTemplates(loaded.templates, { resources: Object.fromEntries(stores), values });
-    assert.ok(result.ok, JSON.stringify(!result.ok && result.error));
-    return result.config;
-  };
+  const { stores, apply, values, full } = mainThreadCluster(loaded);
   const fast = (base: RenderedConfig, changes: ChangeRef[]): FastPlan => planFast(base, changes, { templates: loaded.templates, values, timeoutMs: 10_000, resources: stores });
   return { stores, apply, full, fast };
 }

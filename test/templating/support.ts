@@ -1,9 +1,12 @@
 import assert from 'node:assert/strict';
 import type { RenderError } from '../../src/events.ts';
-import type { KubeObject } from '../../src/k8s/resource.ts';
+import type { LoadedConfig } from '../../src/cli/load-config.ts';
+import type { ChangeRef } from '../../src/events.ts';
+import type { KubeObject, ResourceChange } from '../../src/k8s/resource.ts';
 import { Store } from '../../src/k8s/store.ts';
 import { type CompiledTemplates, type RenderInput, type TemplateSet, compileTemplates, renderTemplates } from '../../src/templating/engine.ts';
 import type { RenderedConfig } from '../../src/templating/rendered.ts';
+import { changeRef } from '../../streams/trigger.ts';
 
 /** A real Store filled through its change API, as the watch streams fill it. */
 export function storeOf(name: string, objects: readonly KubeObject[]): Store {
@@ -81,4 +84,23 @@ export function haproxyWords(line: string): string[] {
   }
   if (word !== undefined) words.push(word);
   return words;
+}
+
+/**
+ * The main thread's side of the fast path, as the graph keeps it: unsealed stores with
+ * changes applied one by one, and the full render of them.
+ */
+export function mainThreadCluster(loaded: LoadedConfig) {
+  const stores = new Map(loaded.config.watch.map((w) => [w.name, new Store(w.name, { ...w, seal: false })]));
+  const apply = (change: ResourceChange): ChangeRef => {
+    stores.get(change.type === 'problem' ? '' : change.resource)!.apply(change);
+    return changeRef(change);
+  };
+  const values = { ...loaded.config.values, httpPort: 18080 };
+  const full = (): RenderedConfig => {
+    const result = renderTemplates(loaded.templates, { resources: Object.fromEntries(stores), values });
+    assert.ok(result.ok, JSON.stringify(!result.ok && result.error));
+    return result.config;
+  };
+  return { stores, apply, values, full };
 }
