@@ -136,9 +136,11 @@ for (const size of SIZES) {
       for (let i = 0; i < ITERATIONS; i++) {
         await sleep(GAP_MS);
         const started = performance.now();
+        const wall = Date.now();
         const expect = await change(i);
         await until(haprx, label, async () => (await body(expect.host)) === expect.body, 60_000, 2);
         samples.push(performance.now() - started);
+        if (process.env.BENCH_LOG) process.stderr.write(`SAMPLE ${label} ${i} ${Math.round(samples.at(-1)!)} ms written at ${wall}\n`);
       }
       samples.sort((a, b) => a - b);
       const result = { change: label, n: samples.length, p50Ms: Math.round(pct(samples, 50)), p99Ms: Math.round(pct(samples, 99)), maxMs: Math.round(samples.at(-1)!), reloads: (await haprx.reloads()) - reloadsBefore, propagation: propagationFigures(bucketsBefore, await propagationBuckets(metricsPort)) };

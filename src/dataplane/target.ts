@@ -226,7 +226,11 @@ export class DataplaneTarget {
         this.state = previous;
       }
       // The fast path planned from what this instance runs: apply as planned.
-      const plan: Plan = fast && previous?.config.hash === fast.from ? { kind: 'runtime', ops: [...fast.ops] } : planFor(previous?.config, config);
+      let plan: Plan = fast && previous?.config.hash === fast.from ? { kind: 'runtime', ops: [...fast.ops] } : planFor(previous?.config, config);
+      // Another text that runs the same (a map in another order: what a full render does after the
+      // fast path appended an entry) is stored as a runtime change of nothing: the next fast path
+      // plans from this render, and from anything else the plan is done again in full.
+      if (plan.kind === 'none' && previous && previous.config.hash !== config.hash) plan = { kind: 'runtime', ops: [] };
       if (plan.kind === 'none') return finish({ ok: true, reloaded: false, runtimeOps: 0 });
       if (fast && (plan.kind !== 'runtime' || !previous)) return finish({ ok: false, reloaded: false, runtimeOps: 0, error: `fast path: ${plan.kind === 'reload' ? (plan.reasons[0] ?? 'needs a reload') : 'nothing known deployed'}; left to the full deployment` });
       let reasons = plan.kind === 'reload' ? plan.reasons : [];

@@ -92,6 +92,13 @@ export class LocalTarget {
     const plan = planDeployment(this.running, config);
     switch (plan.kind) {
       case 'none':
+        // Another text that runs the same (a map in another order: what a full render does after
+        // the fast path appended an entry) becomes the running one, on disk too: the next fast
+        // path plans from this render, and from anything else the plan is done again in full.
+        if (this.running?.hash !== config.hash) {
+          await writeStateFiles(this.options.stateDir, config);
+          this.running = config;
+        }
         return { ok: true, reloaded: false, runtimeOps: 0 };
       case 'runtime': {
         const failure = await this.runtime(plan.ops);

@@ -122,6 +122,19 @@ describe('DataplaneTarget against the Data Plane API double (real haproxy)', () 
     assert.equal(await readFile(join(double.storageDirs.maps, 'haprx-hosts.map'), 'utf8'), next.maps['hosts.map']);
   });
 
+  it('takes a configuration that differs from the running one only in its map order as running, and stores it', async () => {
+    const before = await reloads();
+    // What a full render does after the fast path appended an entry its template sorts elsewhere.
+    const reordered = routingConfig(port, { be_a: [...a('a2'), { name: 'moving', port: echo.a3!.port }] }, { 'alias.test': 'be_a', 'a.test': 'be_a' });
+    assert.notEqual(reordered.hash, target.running!.hash);
+    const outcome = await target.deploy(reordered);
+    assert.deepEqual({ ok: outcome.ok, reloaded: outcome.reloaded, runtimeOps: outcome.runtimeOps }, { ok: true, reloaded: false, runtimeOps: 0 });
+    assert.equal(target.running, reordered, 'the next fast path plans from it, so it must be what the target counts as running');
+    assert.equal(await readFile(join(double.storageDirs.maps, 'haprx-hosts.map'), 'utf8'), reordered.maps['hosts.map']);
+    assert.match(await raw(), new RegExp(reordered.hash), 'the stored configuration names it');
+    assert.equal(await reloads(), before);
+  });
+
   it('reloads exactly once for a new backend, and traffic reaches it', async () => {
     const before = await reloads();
     const outcome = await target.deploy(

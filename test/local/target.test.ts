@@ -63,6 +63,17 @@ describe('LocalTarget (real haproxy)', () => {
     assert.equal(await readFile(join(dir, 'maps', 'hosts.map'), 'utf8'), 'a.test be_a\nalias.test be_a\n');
   });
 
+  it('takes a configuration that differs from the running one only in its map order as running, and writes it', async () => {
+    const before = await reloads();
+    // What a full render does after the fast path appended an entry its template sorts elsewhere.
+    const reordered = config(port, { be_a: [echo.a1!.port, echo.a2!.port] }, { 'alias.test': 'be_a', 'a.test': 'be_a' });
+    assert.notEqual(reordered.hash, target.current!.hash);
+    assert.deepEqual(await target.deploy(reordered), { ok: true, reloaded: false, runtimeOps: 0 });
+    assert.equal(target.current, reordered, 'the next fast path plans from it, so it must be what the target counts as running');
+    assert.equal(await readFile(join(dir, 'maps', 'hosts.map'), 'utf8'), 'alias.test be_a\na.test be_a\n', 'the files on disk follow');
+    assert.equal(await reloads(), before);
+  });
+
   it('reloads once for a new backend', async () => {
     const before = await reloads();
     const outcome = await target.deploy(
