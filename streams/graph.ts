@@ -58,8 +58,8 @@ export interface GraphDeps {
   render(input: RenderInput): Observable<RenderOutcome>;
   /** The fast path's plan (synchronous); without it, every change takes the full path. */
   fastPlan?(input: FastPlanInput): FastPathOutcome;
-  /** Makes ready what the fast path needs of a configuration that becomes its base. */
-  fastPrepare?(base: RenderedConfig): void;
+  /** Makes ready what the fast path needs of a configuration that becomes its base (synchronous). */
+  fastPrepare?(input: Omit<FastPlanInput, 'reconcile'>): void;
   validate(config: RenderedConfig): Observable<ValidateOutcome>;
   deployTo(endpoint: Endpoint, deployment: Deployment): Observable<InstanceOutcome>;
   /** The diff each completed deployment carries (redacted and bounded); without it, none. */
@@ -134,7 +134,7 @@ export function graph(settings: GraphSettings, deps: GraphDeps): Observable<Cont
         const fastPlan = deps.fastPlan;
         const fast$ = fastPath(reconciles$, validated$.pipe(filter((e): e is ValidatedEvent => e.type === 'Validated')), {
           plan: (base, reconcile) => (fastPlan ? fastPlan({ base, reconcile, resources: stores }) : { kind: 'none' }),
-          ...(deps.fastPrepare && { prepare: deps.fastPrepare }),
+          ...(deps.fastPrepare && { prepare: (base: RenderedConfig) => deps.fastPrepare!({ base, resources: stores }) }),
           scheduler,
         }).pipe(stageName('fast path'), share());
         const desired$ = desired(

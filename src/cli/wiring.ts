@@ -8,7 +8,7 @@ import type { ResourceChange } from '../k8s/resource.ts';
 import type { ResourceView } from '../k8s/store.ts';
 import { rememberStructure } from '../haproxy/structure.ts';
 import { DEFAULT_RENDER_TIMEOUT_MS } from '../templating/engine.ts';
-import { planFastPath } from '../templating/fast-maps.ts';
+import { planFastPath, warmFastPath } from '../templating/fast-maps.ts';
 import { prepareFast } from '../templating/fast-path.ts';
 import { RenderWorker, type WorkerRender } from '../templating/render-worker.ts';
 import type { RenderedConfig } from '../templating/rendered.ts';
@@ -70,6 +70,7 @@ export function controllerGraph(loaded: LoadedConfig, io: ControllerIO): Observa
     const worker = new RenderWorker({ templates: { main, ...aux }, sets: config.watch, values, timeoutMs });
     // Without an admission webhook rendering here, this thread's stores need no sealed copies.
     const watched = io.onRender ? config.watch : config.watch.map((w) => ({ ...w, seal: false }));
+    let warmed = false;
     const deps: GraphDeps = {
       // Each subscription (the graph rebuilds itself after a failure) starts from empty stores: so does the worker.
       changes$: defer(() => {
@@ -84,7 +85,12 @@ export function controllerGraph(loaded: LoadedConfig, io: ControllerIO): Observa
         }),
       // The fast path renders a few server or map entry snippets here, with the templates compiled in this thread.
       fastPlan: ({ base, reconcile, resources }) => planFastPath(base, reconcile.cause.changes, { templates: loaded.templates, values, timeoutMs, resources }),
-      fastPrepare: prepareFast,
+      fastPrepare: ({ base, resources }) => {
+        prepareFast(base);
+        // Once, on the first base: the first change after a start then plans as fast as the others.
+        if (!warmed) warmFastPath(base, { templates: loaded.templates, values, timeoutMs, resources });
+        warmed = true;
+      },
       validate: (rendered: RenderedConfig) =>
         fromAbortable((signal) => io.validator.validate(rendered, signal)).pipe(
           map((result): ValidateOutcome => {

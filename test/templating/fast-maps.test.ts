@@ -10,6 +10,7 @@ import { type FastMapPlan, planFastPath } from '../../src/templating/fast-maps.t
 import { type RenderedConfig, sealRendered } from '../../src/templating/rendered.ts';
 import { shippedTemplates } from '../webhook/support.ts';
 import { mainThreadCluster } from './support.ts';
+import { warmFastPath } from '../../src/templating/fast-maps.ts';
 
 const service = (i: number): KubeObject => ({ apiVersion: 'v1', kind: 'Service', metadata: { namespace: 'shop', name: `svc-${i}` }, spec: { ports: [{ name: 'http', port: 80 }] } });
 const slice = (i: number, ips: string[]): KubeObject => ({
@@ -37,7 +38,7 @@ function cluster(loaded: LoadedConfig) {
     apply({ type: 'upsert', resource: 'endpointslices', object: slice(i, [`10.0.${i}.1`]) });
     apply({ type: 'upsert', resource: 'ingresses', object: ingress(`ing-${i}`, `app-${i}.example.com`, [path('/', `svc-${i}`)]) });
   }
-  return { stores, apply, full, fast };
+  return { stores, apply, full, fast, values };
 }
 
 function runtime(plan: FastMapPlan) {
@@ -141,5 +142,20 @@ describe('map entries fast path (shipped templates)', () => {
     assert.deepEqual(c.fast(base, [gone]), { kind: 'unsupported', reason: 'Ingress shop/ing-1: a delete takes the full path' });
     const moved = c.apply({ type: 'upsert', resource: 'ingresses', object: ingress('ing-2', 'app-2.example.com', [path('/', 'svc-0')]) });
     assert.deepEqual(c.fast(base, [moved]), { kind: 'unsupported', reason: 'Ingress shop/ing-2 changes or drops its prefix.map entry app-2.example.com/' });
+  });
+
+  it('warms up on a new base by planning a change of one unchanged object of each kind it takes, which changes nothing', () => {
+    const c = cluster(loaded);
+    const base = c.full();
+    const tried = warmFastPath(base, { templates: loaded.templates, values: c.values, timeoutMs: 10_000, resources: c.stores });
+    assert.deepEqual(tried, [
+      { change: 'endpointslices shop/svc-0-abc', plan: 'none' },
+      { change: 'ingresses shop/ing-0', plan: 'none' },
+    ]);
+    // A real change planned after it is what it would have been.
+    const plan = runtime(c.fast(base, [c.apply({ type: 'upsert', resource: 'ingresses', object: ingress('new', 'new.example.com', [path('/', 'svc-1')]) })]));
+    assert.deepEqual(plan.entries, [{ map: 'prefix.map', key: 'new.example.com/', value: 'be_shop_svc-1_80' }]);
+    // Without server lines or map entries declared, there is nothing to plan.
+    assert.deepEqual(warmFastPath(sealRendered({ main: 'global\n', maps: {}, files: {}, certs: {} }), { templates: loaded.templates, values: c.values, timeoutMs: 10_000, resources: c.stores }), []);
   });
 });
