@@ -49,8 +49,12 @@ export function fastPath(reconciles$: Observable<Reconcile>, validated$: Observa
   const scheduler = deps.scheduler ?? asyncScheduler;
   return defer(() => {
     let base: { config: RenderedConfig; seq: number } | undefined;
-    /** Server lines the fast path applied, by backend, with the reconciliation that applied them. */
-    const applied = new Map<string, { seq: number; lines: string | undefined }>();
+    /**
+     * Server lines the fast path applied, by backend, with the reconciliation that applied
+     * them: as the configuration that has them, read when a validated one comes (reading
+     * them at once would copy the spliced configuration whole, on the change's way).
+     */
+    const applied = new Map<string, { seq: number; config: RenderedConfig }>();
     /** Map entries the fast path added, by map and key, with the reconciliation that added them. */
     const entries = new Map<string, AppliedEntry & { seq: number }>();
     /** The earliest reconciliation the fast path left to the full path, until a validated one has it. */
@@ -58,7 +62,7 @@ export function fastPath(reconciles$: Observable<Reconcile>, validated$: Observa
 
     const onValidated = (event: ValidatedEvent): (FastEvent | ValidatedEvent)[] => {
       const seq = event.reconcile.seq;
-      const behind = [...applied].filter(([backend, a]) => a.seq > seq && serverLines(event.config, backend) !== a.lines).map(([backend]) => backend);
+      const behind = [...applied].filter(([backend, a]) => a.seq > seq && serverLines(event.config, backend) !== serverLines(a.config, backend)).map(([backend]) => backend);
       const missing = [...entries.values()].filter((e) => e.seq > seq && mapValue(event.config, e.map, e.key) !== e.value).map((e) => `${e.map} ${e.key}`);
       if (behind.length > 0 || missing.length > 0) return [{ type: 'ValidatedSuperseded', reconcile: event.reconcile, backends: behind, ...(missing.length > 0 && { entries: missing }) }];
       for (const [backend, a] of applied) if (a.seq <= seq) applied.delete(backend);
@@ -87,7 +91,7 @@ export function fastPath(reconciles$: Observable<Reconcile>, validated$: Observa
         case 'runtime': {
           const from = base.config.hash;
           base = { config: outcome.config, seq: reconcile.seq };
-          for (const backend of outcome.backends) applied.set(backend, { seq: reconcile.seq, lines: serverLines(outcome.config, backend) });
+          for (const backend of outcome.backends) applied.set(backend, { seq: reconcile.seq, config: outcome.config });
           for (const e of outcome.entries ?? []) entries.set(`${e.map}\u0001${e.key}`, { ...e, seq: reconcile.seq });
           const added = (outcome.entries ?? []).map((e) => `${e.map} ${e.key}`);
           return [{ type: 'FastPathPlanned', reconcile, config: outcome.config, from, ops: outcome.ops, backends: outcome.backends, ...(added.length > 0 && { entries: added }), durationMs }];
