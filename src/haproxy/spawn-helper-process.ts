@@ -32,6 +32,11 @@ process.on('message', (message: unknown) => {
   running.set(message.id, { abort, done });
 });
 
+// A Ctrl-C or a SIGTERM to the process group reaches this process too: it is the
+// controller's to act on. This one ends with its channel, when the controller stops it
+// or is gone, and a signal ending it first would only be reported as a helper lost.
+for (const signal of ['SIGINT', 'SIGTERM', 'SIGHUP'] as const) process.on(signal, () => undefined);
+
 // The controller went away: nothing it started may outlive it.
 process.on('disconnect', () => {
   for (const r of running.values()) r.abort.abort();

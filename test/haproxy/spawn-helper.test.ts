@@ -122,6 +122,23 @@ describe('SpawnHelper', () => {
     assert.equal(helper.starts, 1);
   });
 
+  test('a terminal signal to the process group (Ctrl-C, SIGTERM to the group) is left to the controller: the helper goes on, and ends when it is stopped', async () => {
+    const pid = helper.pid!;
+    // Up and answering (its program installed what it does on signals).
+    assert.equal((await slowDouble(0).validate(rendered('before signals'))).ok, true);
+    process.kill(pid, 'SIGINT');
+    process.kill(pid, 'SIGTERM');
+    process.kill(pid, 'SIGHUP');
+    // Had a signal ended it, this check would fail for want of a helper, or start a second one.
+    assert.equal((await slowDouble(0).validate(rendered('after signals'))).ok, true);
+    assert.equal(alive(pid), true);
+    assert.deepEqual(exits, []);
+    assert.equal(helper.starts, 1);
+    await helper.stop();
+    assert.equal(alive(pid), false);
+    assert.deepEqual(exits, [], 'a stop is no exit to report');
+  });
+
   test('stop() ends the helper and what it was running', async () => {
     const checking = slowDouble(30).validate(rendered('stopping'));
     await until('the double to start its child', async () => ((await sleepers(log)).length === 1 ? true : undefined), 10_000);
