@@ -6,7 +6,8 @@ import { type RenderedConfig, serverLines } from '../src/templating/rendered.ts'
 
 export type FastPathOutcome =
   | { kind: 'none' }
-  | { kind: 'runtime'; config: RenderedConfig; ops: readonly RuntimeOp[]; backends: readonly string[]; entries?: readonly AppliedEntry[] }
+  /** `lines`, where the plan has them at hand: each changed backend's server lines in `config` (else read from it). */
+  | { kind: 'runtime'; config: RenderedConfig; ops: readonly RuntimeOp[]; backends: readonly string[]; lines?: ReadonlyMap<string, string>; entries?: readonly AppliedEntry[] }
   | { kind: 'unsupported'; reason: string };
 
 export type FastEvent = Extract<ControllerEvent, { type: 'FastPathPlanned' | 'FastPathSkipped' | 'ValidatedSuperseded' }>;
@@ -51,10 +52,10 @@ export function fastPath(reconciles$: Observable<Reconcile>, validated$: Observa
     let base: { config: RenderedConfig; seq: number } | undefined;
     /**
      * Server lines the fast path applied, by backend, with the reconciliation that applied
-     * them: as the configuration that has them, read when a validated one comes (reading
-     * them at once would copy the spliced configuration whole, on the change's way).
+     * them. Kept as text, not as the configuration that has them: a configuration is
+     * megabytes, and under churn many wait here for a validated one.
      */
-    const applied = new Map<string, { seq: number; config: RenderedConfig }>();
+    const applied = new Map<string, { seq: number; lines: string | undefined }>();
     /** Map entries the fast path added, by map and key, with the reconciliation that added them. */
     const entries = new Map<string, AppliedEntry & { seq: number }>();
     /** The earliest reconciliation the fast path left to the full path, until a validated one has it. */
@@ -62,7 +63,7 @@ export function fastPath(reconciles$: Observable<Reconcile>, validated$: Observa
 
     const onValidated = (event: ValidatedEvent): (FastEvent | ValidatedEvent)[] => {
       const seq = event.reconcile.seq;
-      const behind = [...applied].filter(([backend, a]) => a.seq > seq && serverLines(event.config, backend) !== serverLines(a.config, backend)).map(([backend]) => backend);
+      const behind = [...applied].filter(([backend, a]) => a.seq > seq && serverLines(event.config, backend) !== a.lines).map(([backend]) => backend);
       const missing = [...entries.values()].filter((e) => e.seq > seq && mapValue(event.config, e.map, e.key) !== e.value).map((e) => `${e.map} ${e.key}`);
       if (behind.length > 0 || missing.length > 0) return [{ type: 'ValidatedSuperseded', reconcile: event.reconcile, backends: behind, ...(missing.length > 0 && { entries: missing }) }];
       for (const [backend, a] of applied) if (a.seq <= seq) applied.delete(backend);
@@ -91,7 +92,7 @@ export function fastPath(reconciles$: Observable<Reconcile>, validated$: Observa
         case 'runtime': {
           const from = base.config.hash;
           base = { config: outcome.config, seq: reconcile.seq };
-          for (const backend of outcome.backends) applied.set(backend, { seq: reconcile.seq, config: outcome.config });
+          for (const backend of outcome.backends) applied.set(backend, { seq: reconcile.seq, lines: outcome.lines?.get(backend) ?? serverLines(outcome.config, backend) });
           for (const e of outcome.entries ?? []) entries.set(`${e.map}\u0001${e.key}`, { ...e, seq: reconcile.seq });
           const added = (outcome.entries ?? []).map((e) => `${e.map} ${e.key}`);
           return [{ type: 'FastPathPlanned', reconcile, config: outcome.config, from, ops: outcome.ops, backends: outcome.backends, ...(added.length > 0 && { entries: added }), durationMs }];

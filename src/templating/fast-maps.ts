@@ -38,7 +38,9 @@ export interface AppliedEntry {
   value: string;
 }
 
-export type FastMapPlan = FastPlan | { kind: 'runtime'; config: RenderedConfig; ops: readonly RuntimeOp[]; backends: readonly string[]; entries: readonly AppliedEntry[] };
+export type FastMapPlan =
+  | FastPlan
+  | { kind: 'runtime'; config: RenderedConfig; ops: readonly RuntimeOp[]; backends: readonly string[]; lines: ReadonlyMap<string, string>; entries: readonly AppliedEntry[] };
 
 const describe = (change: ChangeRef) => `${change.kind ?? change.resource} ${change.namespace ? `${change.namespace}/` : ''}${change.name ?? ''}`.trim();
 
@@ -141,7 +143,7 @@ export function planMapEntries(base: RenderedConfig, changes: readonly ChangeRef
   const config: RenderedConfig = { ...sealMaps(base, maps), mapEntries: withObjects(declarations, updated) };
   shareParse(base, config);
   shareIndex(base, config);
-  return { kind: 'runtime', config, ops, backends: [], entries: applied };
+  return { kind: 'runtime', config, ops, backends: [], lines: new Map(), entries: applied };
 }
 
 /** The declarations with these objects' new records. */
@@ -169,7 +171,7 @@ export function planFastPath(base: RenderedConfig, changes: readonly ChangeRef[]
   const entries = planMapEntries(servers.kind === 'runtime' ? servers.config : base, mapChanges, input);
   if (entries.kind !== 'runtime') return entries.kind === 'none' ? servers : entries;
   if (servers.kind !== 'runtime') return entries;
-  return { ...entries, ops: [...servers.ops, ...entries.ops], backends: servers.backends };
+  return { ...entries, ops: [...servers.ops, ...entries.ops], backends: servers.backends, lines: servers.lines };
 }
 
 /** New server lines leave the map declarations as they were: planFast's configuration, new and not handed on yet, takes them. */

@@ -17,7 +17,7 @@ import { type RuntimeOp, configOf, planEdits, shareParse } from '../haproxy/plan
 import { objectKey } from '../k8s/resource.ts';
 import type { ResourceView } from '../k8s/store.ts';
 import { type CompiledTemplates, renderServerSets } from './engine.ts';
-import { type RenderedConfig, type ServerSet, type ServerSets, prepareDigest, readKey, sealEdited, shareDigest } from './rendered.ts';
+import { type RenderedConfig, firstSetOf, type ServerSet, type ServerSets, prepareDigest, readKey, sealEdited, shareDigest, shareFirstSets } from './rendered.ts';
 
 /** A set the fast path reads: lookups, and which index keys a change moved. */
 export interface FastPathSet extends ResourceView {
@@ -35,7 +35,8 @@ export interface FastPathInput {
 
 export type FastPlan =
   | { kind: 'none' }
-  | { kind: 'runtime'; config: RenderedConfig; ops: readonly RuntimeOp[]; backends: readonly string[] }
+  /** `lines`: the server lines of the backends it changed, where it has them at hand (see firstSetOf). */
+  | { kind: 'runtime'; config: RenderedConfig; ops: readonly RuntimeOp[]; backends: readonly string[]; lines: ReadonlyMap<string, string> }
   | { kind: 'unsupported'; reason: string };
 
 interface Index {
@@ -158,13 +159,17 @@ export function planFast(base: RenderedConfig, changes: readonly ChangeRef[], in
   if (edits.length === 0) return { kind: 'none' };
 
   const config = sealEdited(base, edits, { sets: moved(sets, edits), reads: base.serverSets.reads });
+  shareFirstSets(base.serverSets, config.serverSets!);
   // The sets keep their places: where the edited ones read what they read before, the index holds.
   if (edits.every((e) => sameReads(e.reads, sets[e.index]!.reads))) indexes.set(config, index);
   const plan = planEdits(base, config, edits);
   if (plan.kind === 'reload') return { kind: 'unsupported', reason: `needs a reload: ${plan.reasons.slice(0, 3).join('; ')}` };
   if (plan.kind === 'none') return { kind: 'none' };
   remember(config);
-  return { kind: 'runtime', config, ops: plan.ops, backends: edits.map((e) => sets[e.index]!.backend) };
+  // What serverLines() would read of the new configuration, without reading it: that would copy the spliced text whole.
+  const lines = new Map<string, string>();
+  for (const e of edits) if (firstSetOf(base.serverSets, sets[e.index]!.backend) === e.index) lines.set(sets[e.index]!.backend, e.text);
+  return { kind: 'runtime', config, ops: plan.ops, backends: edits.map((e) => sets[e.index]!.backend), lines };
 }
 
 const sameReads = (a: readonly string[], b: readonly string[]) => a.length === b.length && a.every((r, i) => r === b[i]);

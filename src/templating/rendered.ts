@@ -48,7 +48,25 @@ export interface ServerSets {
   reads: readonly string[];
 }
 
-const setsByBackend = new WeakMap<RenderedConfig, Map<string, ServerSet>>();
+/** Per recorded server sets: each backend's first set, by index. */
+const firstSets = new WeakMap<ServerSets, Map<string, number>>();
+
+/** The index of the first server set a render recorded for a backend: the one serverLines() reads. */
+export function firstSetOf(serverSets: ServerSets, backend: string): number | undefined {
+  let byBackend = firstSets.get(serverSets);
+  if (!byBackend) {
+    byBackend = new Map();
+    for (const [i, s] of serverSets.sets.entries()) if (!byBackend.has(s.backend)) byBackend.set(s.backend, i);
+    firstSets.set(serverSets, byBackend);
+  }
+  return byBackend.get(backend);
+}
+
+/** Sets moved in place (same backends, same order) keep what firstSetOf found. */
+export function shareFirstSets(from: ServerSets, to: ServerSets): void {
+  const known = firstSets.get(from);
+  if (known) firstSets.set(to, known);
+}
 
 /**
  * The server lines a render wrote for a backend through h.servers, if it recorded them.
@@ -56,15 +74,9 @@ const setsByBackend = new WeakMap<RenderedConfig, Map<string, ServerSet>>();
  * from alive, and these lines are kept across many configurations.
  */
 export function serverLines(config: RenderedConfig, backend: string): string | undefined {
-  const sets = config.serverSets?.sets;
-  if (!sets) return undefined;
-  let byBackend = setsByBackend.get(config);
-  if (!byBackend) {
-    byBackend = new Map();
-    for (const s of sets) if (!byBackend.has(s.backend)) byBackend.set(s.backend, s);
-    setsByBackend.set(config, byBackend);
-  }
-  const set = byBackend.get(backend);
+  if (!config.serverSets) return undefined;
+  const i = firstSetOf(config.serverSets, backend);
+  const set = i === undefined ? undefined : config.serverSets.sets[i]!;
   return set && Buffer.from(config.main.slice(set.start, set.end)).toString();
 }
 
