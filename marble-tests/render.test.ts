@@ -31,6 +31,17 @@ describe('render', () => {
     });
   });
 
+  it('is not starved by triggers that come faster than a render takes: once changes waited maxWaitMs, the running render finishes', () => {
+    marbles().run(({ cold, hot, expectObservable }) => {
+      // A trigger every 100 ms, renders of 300 ms: cancelling each for the next, none would finish.
+      const reconciles = hot<Reconcile>('a 99ms b 99ms c 99ms d 99ms e', { a: reconcileNo(1), b: reconcileNo(2), c: reconcileNo(3), d: reconcileNo(4), e: reconcileNo(5) });
+      const renderOf = (r: Reconcile) => cold<RenderOutcome>('300ms r|', { r: { ok: true, config: configNamed(`render ${r.seq}`) } });
+      const events = render(reconciles, NEVER, { render: renderOf, maxWaitMs: 250 });
+      // 1 and 2 are cancelled (waited under 250 ms); 3 finishes at 500 ms (its result; it completes a frame later), and 5, the newest then, goes next.
+      expectObservable(events.pipe(label)).toBe('500ms x 300ms y', { x: '3:render 3', y: '5:render 5' });
+    });
+  });
+
   it('compares statuses by the digest the renderer gives: equal digests pass no statuses on, a new one does', () => {
     marbles().run(({ cold, expectObservable }) => {
       const reconciles = cold<Reconcile>('a-b-c', { a: reconcileNo(1), b: reconcileNo(2), c: reconcileNo(3) });

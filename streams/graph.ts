@@ -122,7 +122,7 @@ export function graph(settings: GraphSettings, deps: GraphDeps): Observable<Cont
         ).pipe(stageName('trigger'), share());
         // The full render does not start while the fast path's runtime operations are on their way.
         const toRender$ = holdWhileFast(reconciles$, deployEvents, { maxHoldMs: FAST_HOLD_MS, scheduler });
-        const rendered$ = render(toRender$, verdicts, { render: (reconcile) => deps.render({ reconcile, resources: stores }), scheduler }).pipe(
+        const rendered$ = render(toRender$, verdicts, { render: (reconcile) => deps.render({ reconcile, resources: stores }), maxWaitMs: settings.debounceMaxWaitMs, scheduler }).pipe(
           stageName('render'),
           share(),
         );

@@ -1,8 +1,9 @@
-import { type Observable, type SchedulerLike, asyncScheduler, catchError, defer, filter, ignoreElements, map, merge, of, switchMap, tap } from 'rxjs';
+import { type Observable, type SchedulerLike, asyncScheduler, catchError, defer, filter, ignoreElements, map, merge, of, tap } from 'rxjs';
 import type { ControllerEvent, Reconcile, RenderError, RenderWarning } from '../src/events.ts';
 import { errorMessage } from '../src/errors.ts';
 import type { ObjectStatus } from '../src/status/types.ts';
 import type { RenderedConfig } from '../src/templating/rendered.ts';
+import { latestWins } from './operators/latest-wins.ts';
 
 /**
  * `statusesDigest`, when the renderer gives one, is equal for equal statuses: renders
@@ -17,12 +18,19 @@ export type Verdict = Extract<ControllerEvent, { type: 'Validated' | 'Validation
 export interface RenderDeps {
   /** Renders the current stores; an Observable so that a newer trigger can cancel it. */
   render(reconcile: Reconcile): Observable<RenderOutcome>;
+  /**
+   * Once changes have waited this long without a render completing, a newer trigger
+   * no longer cancels the running render (see latestWins); default: it always does.
+   */
+  maxWaitMs?: number;
   scheduler?: SchedulerLike;
 }
 
 /**
  * Renders on every reconciliation, latest wins: a newer trigger cancels an
- * unfinished render, whose result would be stale anyway.
+ * unfinished render, whose result would be stale anyway; but once changes have waited
+ * `maxWaitMs`, the running render finishes and the newest trigger goes next, so that
+ * triggers coming faster than a render takes cannot keep every render from finishing.
  *
  * Output identical to the last configuration passed on is reported as
  * RenderUnchanged and goes no further, while that configuration is being checked or
@@ -45,7 +53,7 @@ export function render(reconciles$: Observable<Reconcile>, verdicts$: Observable
       ignoreElements(),
     );
     const rendered$ = reconciles$.pipe(
-      switchMap((reconcile) => {
+      latestWins((reconcile: Reconcile) => {
         const started = scheduler.now();
         return deps.render(reconcile).pipe(
           catchError((err: unknown) => of<RenderOutcome>({ ok: false, error: { template: '(render)', message: errorMessage(err) } })),
@@ -66,7 +74,7 @@ export function render(reconciles$: Observable<Reconcile>, verdicts$: Observable
             return { type: 'Rendered', reconcile, config: outcome.config, durationMs, ...(warnings.length > 0 && { warnings }), ...(statuses.length > 0 && { statuses }) };
           }),
         );
-      }),
+      }, { maxWaitMs: deps.maxWaitMs ?? Infinity, scheduler }),
     );
     return merge(judged$, rendered$);
   });

@@ -1,0 +1,59 @@
+import assert from 'node:assert/strict';
+import { describe, it } from 'node:test';
+import { interval, map, of, take, timer } from 'rxjs';
+import { latestWins } from '../streams/operators/latest-wins.ts';
+import { marbles } from './helpers.ts';
+
+/** Each value takes 300 ms to project, then gives its letter in upper case. */
+const slow = (value: string) => timer(300).pipe(map(() => value.toUpperCase()));
+
+describe('latestWins', () => {
+  it('lets a newer value cancel the running projection while values have waited less than maxWait', () => {
+    marbles().run(({ cold, expectObservable }) => {
+      const source = cold('a 99ms b');
+      expectObservable(source.pipe(latestWins(slow, { maxWaitMs: 1_000 }))).toBe('400ms B');
+    });
+  });
+
+  it('starves no projection: once values have waited maxWait, the running one finishes and the newest waiting goes next', () => {
+    marbles().run(({ cold, expectObservable }) => {
+      // A value every 100 ms, each projection 300 ms: switchMap would cancel every one of them.
+      // a@0 b@100 c@200 cancel their predecessors (waited 0-200 ms); d@300 and e@400 find a
+      // wait of 300 ms or more, so c finishes at 500 and e (the newest) goes next, alone;
+      // g@700 has waited too when it comes, so e finishes at 800, and g follows.
+      const source = cold('a 99ms b 99ms c 99ms d 99ms e 299ms g');
+      expectObservable(source.pipe(latestWins(slow, { maxWaitMs: 250 }))).toBe('500ms C 299ms E 299ms G');
+    });
+  });
+
+  it('under sustained churn, completes a projection at least every maxWait plus two projections', () => {
+    const completed: number[] = [];
+    const scheduler = marbles();
+    scheduler.run(({ flush }) => {
+      interval(100)
+        .pipe(
+          take(100),
+          latestWins((i) => timer(300).pipe(map(() => i)), { maxWaitMs: 2_000 }),
+        )
+        .subscribe(() => completed.push(scheduler.now()));
+      flush();
+    });
+    const gaps = completed.slice(1).map((at, i) => at - completed[i]!);
+    assert.ok(completed.length >= 4, `only ${completed.length} projections completed in 10 s`);
+    assert.ok(completed[0]! <= 100 + 2_000 + 2 * 300, `the first completed at ${completed[0]} ms`);
+    assert.ok(Math.max(...gaps) <= 2_000 + 2 * 300, `gaps ${gaps.join(', ')}`);
+  });
+
+  it('completes once the source has and the running projection is done; projections that end at once are fine', () => {
+    marbles().run(({ cold, expectObservable }) => {
+      expectObservable(cold('a 99ms b|').pipe(latestWins(slow, { maxWaitMs: 1_000 }))).toBe('400ms (B|)');
+      expectObservable(cold('a-b-c|').pipe(latestWins((v) => of(v.toUpperCase()), { maxWaitMs: 0 }))).toBe('A-B-C|');
+    });
+  });
+
+  it('passes an error of a projection on', () => {
+    marbles().run(({ cold, expectObservable }) => {
+      expectObservable(cold('a').pipe(latestWins(() => cold('10ms #', {}, new Error('boom')), { maxWaitMs: 1_000 }))).toBe('10ms #', {}, new Error('boom'));
+    });
+  });
+});
