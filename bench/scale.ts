@@ -56,6 +56,8 @@ export interface ScaleResult {
   burst: { deployments: number; reloads: number; writeMs: number };
   afterChurn: { rss: number; heap: number; helperRss: number };
   churnReloads: number;
+  /** Full renders that finished during the churn, and configurations haproxy -c checked: the full path is not starved. */
+  churnRenders: { finished: number; checked: number };
   health: Record<string, HealthFigures>;
   /** The machine's 1, 5 and 15 minute load averages at the end: a shared machine's noise. */
   loadAverage: string;
@@ -90,6 +92,15 @@ async function measure(size: number): Promise<ScaleResult> {
     const text = await (await fetch(`http://127.0.0.1:${metricsPort}/metrics`)).text();
     const value = (name: string) => Number(new RegExp(`^${name}(?:\\{[^}]*\\})? ([\\d.e+]+)$`, 'm').exec(text)?.[1] ?? NaN);
     return { rss: value('process_resident_memory_bytes'), heap: value('nodejs_heap_size_used_bytes'), helperRss: await helperRss(haprx.child.pid) };
+  }
+  /** Full renders that finished (changed or unchanged output) and haproxy -c checks, so far. */
+  async function renders(): Promise<{ finished: number; checked: number }> {
+    const text = await (await fetch(`http://127.0.0.1:${metricsPort}/metrics`)).text();
+    const sum = (pattern: RegExp) => [...text.matchAll(pattern)].reduce((total, m) => total + Number(m[1]), 0);
+    return {
+      finished: sum(/^haprx_render_duration_seconds_count\{[^}]*result="(?:changed|unchanged)"[^}]*\} (\d+)$/gm),
+      checked: sum(/^haprx_validations_total(?:\{[^}]*\})? (\d+)$/gm),
+    };
   }
   /** Waits for a deployment after `after` deployments (up to 60 s), then for 3 s without one. */
   async function settle(after = haprx.deployments.length - 1): Promise<void> {
@@ -140,6 +151,7 @@ async function measure(size: number): Promise<ScaleResult> {
     const burstHealth = await probe.mark('burst');
 
     // Churn: one slice moves an endpoint every 500 ms.
+    const rendersBefore = await renders();
     const churnEnd = performance.now() + CHURN_SECONDS * 1_000;
     for (let i = 0; performance.now() < churnEnd; i++) {
       haprx.alive();
@@ -150,6 +162,8 @@ async function measure(size: number): Promise<ScaleResult> {
     }
     await settle(haprx.deployments.length);
     const churnHealth = await probe.mark('churn');
+    const rendersAfter = await renders();
+    const churnRenders = { finished: rendersAfter.finished - rendersBefore.finished, checked: rendersAfter.checked - rendersBefore.checked };
     const afterChurn = await memory();
     const churnReloads = (await haprx.reloads()) - reloadsBefore - burstReloads;
 
@@ -165,6 +179,7 @@ async function measure(size: number): Promise<ScaleResult> {
       '/healthz during the burst': health(burstHealth),
       [`RSS / heap after ${CHURN_SECONDS} s of churn (+ RSS of the spawn helper)`]: `${mib(afterChurn.rss)} MiB / ${mib(afterChurn.heap)} MiB (+ ${mib(afterChurn.helperRss)} MiB)`,
       'reloads during churn': String(churnReloads),
+      'full renders finished during churn / checked by haproxy -c': `${churnRenders.finished} / ${churnRenders.checked}`,
       '/healthz during churn': health(churnHealth),
     });
     return {
@@ -178,6 +193,7 @@ async function measure(size: number): Promise<ScaleResult> {
       burst: { deployments: burst.length, reloads: burstReloads, writeMs: Math.round(burstWriteMs) },
       afterChurn,
       churnReloads,
+      churnRenders,
       health: { ...probe.phases },
       loadAverage: loadavg().map((l) => l.toFixed(2)).join(', '),
     };
