@@ -4,7 +4,7 @@ import { Observable } from 'rxjs';
 import type { KubeObject, ResourceChange } from '../k8s/resource.ts';
 import { objectKey, refOf } from '../k8s/resource.ts';
 import { FileVersions, type ScannedFile, folderHints, oneAtATime, scanFolder } from './folder-scan.ts';
-import { type CompiledWatch, MAX_OBJECT_BYTES, mib, parseManifestsInSlices } from './manifests.ts';
+import { type CompiledWatch, MAX_OBJECT_BYTES, type ParsedDocuments, mib, parseManifestsInSlices } from './manifests.ts';
 
 export interface FolderSourceOptions {
   dir: string;
@@ -52,6 +52,8 @@ export function folderSource(options: FolderSourceOptions): Observable<ResourceC
   const { dir, watches, follow = true, settleMs = 20, rescanMs = 2_000, maxFileBytes = MAX_FILE_BYTES, maxObjectBytes = MAX_OBJECT_BYTES } = options;
   return new Observable<ResourceChange>((subscriber) => {
     const contributions = new Map<string, Contribution>();
+    /** What each file's documents gave when it was last read: unchanged documents are not parsed again. */
+    const documents = new Map<string, ParsedDocuments>();
     /** Which file an object (set + key) came from, so two files cannot fight over one object. */
     const owners = new Map<string, string>();
     const versions = new FileVersions();
@@ -113,7 +115,8 @@ export function folderSource(options: FolderSourceOptions): Observable<ResourceC
         return;
       }
       if (!versions.record(file, text)) return;
-      const parsed = await parseManifestsInSlices(file.path, text, maxObjectBytes, SLICE_MS);
+      const parsed = await parseManifestsInSlices(file.path, text, maxObjectBytes, SLICE_MS, documents.get(file.path));
+      if (parsed.ok) documents.set(file.path, parsed.documents);
       if (!parsed.ok) {
         emit({ type: 'problem', source: parsed.problem.file, ...(parsed.problem.line !== undefined && { line: parsed.problem.line }), message: parsed.problem.message });
         return;
@@ -168,6 +171,7 @@ export function folderSource(options: FolderSourceOptions): Observable<ResourceC
       const { changed, removed } = versions.candidates(result.files);
       for (const path of removed) {
         versions.forget(path);
+        documents.delete(path);
         await replace(path, new Map());
       }
       for (const file of changed.sort((a, b) => a.path.localeCompare(b.path))) await load(file);

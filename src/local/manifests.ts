@@ -1,4 +1,4 @@
-import { createHash } from 'node:crypto';
+import { createHash, hash } from 'node:crypto';
 import { CORE_SCHEMA, YAMLException, loadAll } from 'js-yaml';
 import type { WatchedResource } from '../config/controller-config.ts';
 import type { KubeObject } from '../k8s/resource.ts';
@@ -19,7 +19,13 @@ export interface SkippedDocument {
   message: string;
 }
 
-export type ParsedManifests = { ok: true; objects: KubeObject[]; skipped: SkippedDocument[] } | { ok: false; problem: ManifestProblem };
+/**
+ * The objects each document of a file gave, by a digest of the document's text: read
+ * again, the file's unchanged documents are taken from here instead of parsed again.
+ */
+export type ParsedDocuments = ReadonlyMap<string, readonly KubeObject[]>;
+
+export type ParsedManifests = { ok: true; objects: KubeObject[]; skipped: SkippedDocument[]; documents: ParsedDocuments } | { ok: false; problem: ManifestProblem };
 
 /**
  * The API server refuses objects above about 1.5 MiB (etcd's default request limit),
@@ -35,8 +41,8 @@ export const MAX_OBJECT_BYTES = 1.5 * 1024 * 1024;
  * bad document fails the whole file, so that a half-read file never replaces what the
  * file held before.
  */
-export function parseManifests(file: string, text: string, maxObjectBytes = MAX_OBJECT_BYTES): ParsedManifests {
-  const steps = manifestSteps(file, text, maxObjectBytes);
+export function parseManifests(file: string, text: string, maxObjectBytes = MAX_OBJECT_BYTES, known?: ParsedDocuments): ParsedManifests {
+  const steps = manifestSteps(file, text, maxObjectBytes, known);
   for (;;) {
     const step = steps.next();
     if (step.done) return step.value;
@@ -48,8 +54,8 @@ export function parseManifests(file: string, text: string, maxObjectBytes = MAX_
  * `sliceMs`: a file of thirty thousand documents takes a second or more to read, and
  * health probes, watches and deployments must not wait for it.
  */
-export async function parseManifestsInSlices(file: string, text: string, maxObjectBytes = MAX_OBJECT_BYTES, sliceMs = 10): Promise<ParsedManifests> {
-  const steps = manifestSteps(file, text, maxObjectBytes);
+export async function parseManifestsInSlices(file: string, text: string, maxObjectBytes = MAX_OBJECT_BYTES, sliceMs = 10, known?: ParsedDocuments): Promise<ParsedManifests> {
+  const steps = manifestSteps(file, text, maxObjectBytes, known);
   let since = performance.now();
   for (;;) {
     const step = steps.next();
@@ -64,10 +70,16 @@ export async function parseManifestsInSlices(file: string, text: string, maxObje
 /** Aliases a document may hold: each is a reference, and a few can stand for an exponential amount of data. */
 const MAX_ALIASES = 100;
 
-/** Parses the documents one by one, yielding after each. */
-function* manifestSteps(file: string, text: string, maxObjectBytes: number): Generator<void, ParsedManifests> {
+/**
+ * Parses the documents one by one, yielding after each. A document whose text `known`
+ * has (the file as it was read before) gives the objects it gave then: a file of a
+ * thousand objects of which one changed is parsed for that one (parsing is what reading
+ * a file costs, and its garbage what the collector then spends on).
+ */
+function* manifestSteps(file: string, text: string, maxObjectBytes: number, known?: ParsedDocuments): Generator<void, ParsedManifests> {
   const objects: KubeObject[] = [];
   const skipped: SkippedDocument[] = [];
+  const documents = new Map<string, readonly KubeObject[]>();
   const lines = lineCounter(text);
   for (const { start, end } of documentRanges(text)) {
     yield;
@@ -79,6 +91,14 @@ function* manifestSteps(file: string, text: string, maxObjectBytes: number): Gen
       skipped.push({ line: lines(start), bytes, object, message: `${what} is ${mib(bytes)}, more than the ${mib(maxObjectBytes)} an object may be; skipped` });
       continue;
     }
+    const digest = hash('sha256', source);
+    const reused = documents.get(digest) ?? known?.get(digest);
+    if (reused) {
+      objects.push(...reused);
+      documents.set(digest, reused);
+      continue;
+    }
+    const made: KubeObject[] = [];
     const parsed = parseDocuments(source);
     if ('error' in parsed) return { ok: false, problem: { file, line: lines(start + parsed.at), message: parsed.error } };
     const at = start + contentStart(source);
@@ -95,11 +115,13 @@ function* manifestSteps(file: string, text: string, maxObjectBytes: number): Gen
         // A content hash stands in for the resourceVersion, so re-reading an unchanged
         // file changes nothing downstream.
         object.metadata.resourceVersion ??= createHash('sha256').update(json).digest('hex').slice(0, 16);
-        objects.push(object);
+        made.push(object);
       }
     }
+    objects.push(...made);
+    documents.set(digest, made);
   }
-  return { ok: true, objects, skipped };
+  return { ok: true, objects, skipped, documents };
 }
 
 /**

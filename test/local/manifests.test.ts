@@ -30,6 +30,23 @@ describe('parseManifests', () => {
     assert.notEqual(a.objects[0]!.metadata.resourceVersion, c.objects[0]!.metadata.resourceVersion);
   });
 
+  it('parses again only the documents whose text changed: the others are the objects read before', () => {
+    const doc = (name: string, x: number) => `apiVersion: v1\nkind: Service\nmetadata: {name: ${name}}\nspec: {x: ${x}}\n`;
+    const first = parseManifests('s.yaml', [doc('a', 1), doc('b', 1), doc('c', 1)].join('---\n'));
+    assert.ok(first.ok);
+    const second = parseManifests('s.yaml', [doc('a', 1), doc('b', 2), doc('c', 1)].join('---\n'), undefined, first.documents);
+    assert.ok(second.ok);
+    assert.deepEqual(second.objects.map((o) => `${o.metadata.name} ${(o.spec as { x: number }).x}`), ['a 1', 'b 2', 'c 1']);
+    assert.equal(second.objects[0], first.objects[0], 'a: unchanged, not read again');
+    assert.notEqual(second.objects[1], first.objects[1], 'b: changed, read again');
+    assert.equal(second.objects[2], first.objects[2], 'c: unchanged, not read again');
+    assert.equal(second.documents.size, 3, 'what the next read may reuse: the documents the file holds now');
+    // A changed document that is wrong still fails the whole file, whatever was reused.
+    const broken = parseManifests('s.yaml', [doc('a', 1), 'kind: [', doc('c', 1)].join('---\n'), undefined, second.documents);
+    assert.ok(!broken.ok);
+    assert.ok(broken.problem.line! >= 6, `line ${broken.problem.line}`);
+  });
+
   it('names the file and the line of a YAML error', () => {
     const parsed = parseManifests('ingress.yaml', 'apiVersion: v1\nkind: Service\nmetadata:\n  name: [web\n');
     assert.ok(!parsed.ok);
