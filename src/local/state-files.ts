@@ -31,9 +31,11 @@ const OWNABLE = new RegExp(`^(haproxy\\.cfg|(${Object.values(AUX_DIRS).join('|')
  * tightened to 0700 first): haproxy.cfg and the maps/, general/ and ssl/ files it
  * references, each replaced atomically (write, then rename). Files haprx wrote before
  * that the new configuration no longer has are removed; nothing else in the folder is
- * touched. Certificates hold keys: 0600.
+ * touched. Certificates hold keys: 0600. With `previous`, the files the folder holds
+ * now, only the files whose content differs are written (at 10k objects an endpoint
+ * change rewrites haproxy.cfg, not megabytes of unchanged maps).
  */
-export async function writeStateFiles(dir: string, files: RenderedFiles): Promise<void> {
+export async function writeStateFiles(dir: string, files: RenderedFiles, previous?: RenderedFiles): Promise<void> {
   await privateDir(dir);
   const before = await ownedFiles(dir);
   const wanted = new Set<string>(['haproxy.cfg']);
@@ -41,17 +43,18 @@ export async function writeStateFiles(dir: string, files: RenderedFiles): Promis
     const sub = AUX_DIRS[kind];
     await privateDir(join(dir, sub));
     for (const [name, content] of Object.entries(files[kind])) {
-      await atomicWrite(join(dir, sub, name), content, kind === 'certs' ? 0o600 : 0o644);
+      if (previous?.[kind][name] !== content) await atomicWrite(join(dir, sub, name), content, kind === 'certs' ? 0o600 : 0o644);
       wanted.add(`${sub}/${name}`);
     }
   }
-  await atomicWrite(join(dir, 'haproxy.cfg'), files.main, 0o644);
+  if (previous?.main !== files.main) await atomicWrite(join(dir, 'haproxy.cfg'), files.main, 0o644);
   const stale = [...before].filter((path) => !wanted.has(path));
   // Listed before they are removed, so an interrupted run still knows they are haprx's.
   if (stale.length > 0) await recordOwned(dir, [...wanted, ...stale]);
   // A path the user turned into a folder is left alone.
   for (const path of stale) await rm(join(dir, path), { force: true }).catch(() => undefined);
-  await recordOwned(dir, [...wanted]);
+  // The list as it stands already says it (most deployments: the same files, new contents).
+  if (stale.length > 0 || wanted.size !== before.size || [...wanted].some((path) => !before.has(path))) await recordOwned(dir, [...wanted]);
 }
 
 /** The files haprx wrote into `dir`, as recorded there; entries that could not be haprx's are ignored. */

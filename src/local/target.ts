@@ -35,6 +35,10 @@ const STABLE_MS = 10_000;
 export class LocalTarget {
   readonly haproxy: HaproxyProcess;
   private readonly options: LocalTargetOptions;
+  /**
+   * What haproxy runs; between deployments the state folder holds its files too, so a
+   * deployment writes only the files that differ from it.
+   */
   private running: RenderedConfig | undefined;
   private queue: Promise<unknown> = Promise.resolve();
   /**
@@ -96,14 +100,14 @@ export class LocalTarget {
         // the fast path appended an entry) becomes the running one, on disk too: the next fast
         // path plans from this render, and from anything else the plan is done again in full.
         if (this.running?.hash !== config.hash) {
-          await writeStateFiles(this.options.stateDir, config);
+          await writeStateFiles(this.options.stateDir, config, this.running);
           this.running = config;
         }
         return { ok: true, reloaded: false, runtimeOps: 0 };
       case 'runtime': {
         const failure = await this.runtime(plan.ops);
         if (failure === undefined) {
-          await writeStateFiles(this.options.stateDir, config);
+          await writeStateFiles(this.options.stateDir, config, this.running);
           this.running = config;
           return { ok: true, reloaded: false, runtimeOps: plan.ops.length };
         }
@@ -128,7 +132,7 @@ export class LocalTarget {
     const failure = await this.runtime(plan.ops);
     // What failed stays for the full deployment, which plans from what ran before.
     if (failure !== undefined) return { ok: false, reloaded: false, runtimeOps: 0, error: `fast path: ${failure}` };
-    await writeStateFiles(this.options.stateDir, config);
+    await writeStateFiles(this.options.stateDir, config, this.running);
     this.running = config;
     return { ok: true, reloaded: false, runtimeOps: plan.ops.length };
   }
@@ -141,7 +145,7 @@ export class LocalTarget {
       await this.haproxy.start();
     } catch (err) {
       // The state directory goes on holding the last configuration haproxy took, for the next restart.
-      if (this.running && this.running !== config) await writeStateFiles(this.options.stateDir, this.running);
+      if (this.running && this.running !== config) await writeStateFiles(this.options.stateDir, this.running, config);
       if (this.down) this.scheduleRestart();
       return { ok: false, reloaded: false, runtimeOps: 0, error: (err as Error).message };
     }
@@ -163,13 +167,13 @@ export class LocalTarget {
 
   private async reload(config: RenderedConfig, plan: Extract<Plan, { kind: 'reload' }>): Promise<InstanceOutcome> {
     const previous = this.running;
-    await writeStateFiles(this.options.stateDir, config);
+    await writeStateFiles(this.options.stateDir, config, previous);
     this.step('reload', plan.reasons.join('; '));
     const result = await this.haproxy.reload();
     // The new process starts from the files: nothing is left to delete.
     if (result.ok) this.pendingDeletes.clear();
     if (!result.ok) {
-      if (previous) await writeStateFiles(this.options.stateDir, previous);
+      if (previous) await writeStateFiles(this.options.stateDir, previous, config);
       return { ok: false, reloaded: false, runtimeOps: 0, error: result.message };
     }
     this.running = config;

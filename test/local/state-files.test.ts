@@ -32,6 +32,23 @@ describe('writeStateFiles', async () => {
     assert.deepEqual([...(await ownedFiles(dir))].sort(), ['haproxy.cfg', 'maps/b.map']);
   });
 
+  it('given the files the folder holds now, writes only those whose content changed', async () => {
+    const dir = join(root, 'changed-only');
+    const before = rendered({ 'a.map': 'a\n', 'b.map': 'b\n' });
+    await writeStateFiles(dir, before);
+    // Each file is replaced by a rename: one written again is another inode.
+    const inodes = async () => Object.fromEntries(await Promise.all(['haproxy.cfg', 'maps/a.map', 'maps/b.map'].map(async (f) => [f, (await stat(join(dir, f))).ino] as const)));
+    const first = await inodes();
+    await writeStateFiles(dir, rendered({ 'a.map': 'a\n', 'b.map': 'b2\n', 'c.map': 'c\n' }), before);
+    const second = await inodes();
+    assert.equal(second['maps/a.map'], first['maps/a.map'], 'a.map is unchanged: not written again');
+    assert.equal(second['haproxy.cfg'], first['haproxy.cfg'], 'haproxy.cfg is unchanged: not written again');
+    assert.notEqual(second['maps/b.map'], first['maps/b.map'], 'b.map changed: written');
+    assert.equal(await readFile(join(dir, 'maps', 'b.map'), 'utf8'), 'b2\n');
+    assert.equal(await readFile(join(dir, 'maps', 'c.map'), 'utf8'), 'c\n');
+    assert.deepEqual([...(await ownedFiles(dir))].sort(), ['haproxy.cfg', 'maps/a.map', 'maps/b.map', 'maps/c.map']);
+  });
+
   it('ignores a list of owned files that names anything outside its folders', async () => {
     const dir = join(root, 'hostile');
     await mkdir(dir);
