@@ -40,7 +40,7 @@ export interface AppliedEntry {
 
 export type FastMapPlan =
   | FastPlan
-  | { kind: 'runtime'; config: RenderedConfig; ops: readonly RuntimeOp[]; backends: readonly string[]; lines: ReadonlyMap<string, string>; entries: readonly AppliedEntry[] };
+  | { kind: 'runtime'; config: RenderedConfig; ops: readonly RuntimeOp[]; backends: readonly string[]; lines: Readonly<Record<string, string>>; entries: readonly AppliedEntry[] };
 
 const describe = (change: ChangeRef) => `${change.kind ?? change.resource} ${change.namespace ? `${change.namespace}/` : ''}${change.name ?? ''}`.trim();
 
@@ -143,7 +143,7 @@ export function planMapEntries(base: RenderedConfig, changes: readonly ChangeRef
   const config: RenderedConfig = { ...sealMaps(base, maps), mapEntries: withObjects(declarations, updated) };
   shareParse(base, config);
   shareIndex(base, config);
-  return { kind: 'runtime', config, ops, backends: [], lines: new Map(), entries: applied };
+  return { kind: 'runtime', config, ops, backends: [], lines: {}, entries: applied };
 }
 
 /** The declarations with these objects' new records. */

@@ -35,8 +35,11 @@ export interface FastPathInput {
 
 export type FastPlan =
   | { kind: 'none' }
-  /** `lines`: the server lines of the backends it changed, where it has them at hand (see firstSetOf). */
-  | { kind: 'runtime'; config: RenderedConfig; ops: readonly RuntimeOp[]; backends: readonly string[]; lines: ReadonlyMap<string, string> }
+  /**
+   * `lines`: the server lines of the backends it changed, by backend, where it has them at
+   * hand (see firstSetOf). Plain data, as all of a plan is: recordings keep it as JSON.
+   */
+  | { kind: 'runtime'; config: RenderedConfig; ops: readonly RuntimeOp[]; backends: readonly string[]; lines: Readonly<Record<string, string>> }
   | { kind: 'unsupported'; reason: string };
 
 interface Index {
@@ -167,8 +170,7 @@ export function planFast(base: RenderedConfig, changes: readonly ChangeRef[], in
   if (plan.kind === 'none') return { kind: 'none' };
   remember(config);
   // What serverLines() would read of the new configuration, without reading it: that would copy the spliced text whole.
-  const lines = new Map<string, string>();
-  for (const e of edits) if (firstSetOf(base.serverSets, sets[e.index]!.backend) === e.index) lines.set(sets[e.index]!.backend, e.text);
+  const lines = Object.fromEntries(edits.filter((e) => firstSetOf(base.serverSets!, sets[e.index]!.backend) === e.index).map((e) => [sets[e.index]!.backend, e.text]));
   return { kind: 'runtime', config, ops: plan.ops, backends: edits.map((e) => sets[e.index]!.backend), lines };
 }
 
