@@ -26,6 +26,17 @@ describe('latestWins', () => {
     });
   });
 
+  it('gives each value its own wait: the first value that has waited its own stops the cancelling', () => {
+    marbles().run(({ cold, expectObservable }) => {
+      // x may wait 250 ms, the others 1 s. Until x has waited its 250 ms (at 550 ms), newer
+      // values cancel; f@600 and g@700 find it has, so e (started at 500) finishes and g follows.
+      const source = cold('a 99ms b 99ms c 99ms x 99ms d 99ms e 99ms f 99ms g');
+      expectObservable(source.pipe(latestWins(slow, { maxWaitMs: (v) => (v === 'x' ? 250 : 1_000) }))).toBe('800ms E 299ms G');
+      // With 1 s for every value, all are cancelled but the last.
+      expectObservable(source.pipe(latestWins(slow, { maxWaitMs: 1_000 }))).toBe('1000ms G');
+    });
+  });
+
   it('under sustained churn, completes a projection at least every maxWait plus two projections', () => {
     const completed: number[] = [];
     const scheduler = marbles();

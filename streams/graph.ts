@@ -31,6 +31,15 @@ export interface WatchedSet extends StoreOptions {
 /** The timings of the controller configuration, and the sets it watches. */
 /** The longest a full render waits for fast path deployments under way (see holdWhileFast). */
 const FAST_HOLD_MS = 500;
+/**
+ * How long changes the fast path has applied may wait for a full render to finish
+ * (renders of newer changes cancel it until then). Their render only confirms what
+ * runs: under endpoint churn at 10k objects, each finished render costs the
+ * controller's thread (its result, its check, its bookkeeping) and keeping them to one
+ * every few seconds keeps that thread answering. Any other change keeps the debounce's
+ * max wait.
+ */
+const FAST_CONFIRM_WAIT_MS = 10_000;
 
 export interface GraphSettings extends Readonly<ControllerConfig['settings']> {
   watched: readonly WatchedSet[];
@@ -122,7 +131,10 @@ export function graph(settings: GraphSettings, deps: GraphDeps): Observable<Cont
         ).pipe(stageName('trigger'), share());
         // The full render does not start while the fast path's runtime operations are on their way.
         const toRender$ = holdWhileFast(reconciles$, deployEvents, { maxHoldMs: FAST_HOLD_MS, scheduler });
-        const rendered$ = render(toRender$, verdicts, { render: (reconcile) => deps.render({ reconcile, resources: stores }), maxWaitMs: settings.debounceMaxWaitMs, scheduler }).pipe(
+        /** Reconciliations the fast path applied (until the render stage has seen them). */
+        const fastTaken = new Set<number>();
+        const renderWait = (reconcile: Reconcile) => (fastTaken.delete(reconcile.seq) ? FAST_CONFIRM_WAIT_MS : settings.debounceMaxWaitMs);
+        const rendered$ = render(toRender$, verdicts, { render: (reconcile) => deps.render({ reconcile, resources: stores }), maxWaitMs: renderWait, scheduler }).pipe(
           stageName('render'),
           share(),
         );
@@ -136,7 +148,12 @@ export function graph(settings: GraphSettings, deps: GraphDeps): Observable<Cont
           plan: (base, reconcile) => (fastPlan ? fastPlan({ base, reconcile, resources: stores }) : { kind: 'none' }),
           ...(deps.fastPrepare && { prepare: (base: RenderedConfig) => deps.fastPrepare!({ base, resources: stores }) }),
           scheduler,
-        }).pipe(stageName('fast path'), share());
+        }).pipe(
+          // The render stage takes a reconciliation at the end of the turn it came in (holdWhileFast): by then this has.
+          tap((event) => event.type === 'FastPathPlanned' && fastTaken.add(event.reconcile.seq)),
+          stageName('fast path'),
+          share(),
+        );
         const desired$ = desired(
           fast$.pipe(filter((e): e is ValidatedEvent => e.type === 'Validated')),
           deps.endpoints$.pipe(stageName('endpoints')),

@@ -19,10 +19,11 @@ export interface RenderDeps {
   /** Renders the current stores; an Observable so that a newer trigger can cancel it. */
   render(reconcile: Reconcile): Observable<RenderOutcome>;
   /**
-   * Once changes have waited this long without a render completing, a newer trigger
-   * no longer cancels the running render (see latestWins); default: it always does.
+   * Once a change has waited this long (each reconciliation its own, or one for all)
+   * without a render completing, a newer trigger no longer cancels the running render
+   * (see latestWins); default: it always does.
    */
-  maxWaitMs?: number;
+  maxWaitMs?: number | ((reconcile: Reconcile) => number);
   scheduler?: SchedulerLike;
 }
 

@@ -1,34 +1,38 @@
 import { Observable, type ObservableInput, type OperatorFunction, type SchedulerLike, type Subscription, asyncScheduler, from } from 'rxjs';
 
-export interface LatestWinsOptions {
+export interface LatestWinsOptions<T> {
   /**
-   * Once the oldest value not yet served by a completed projection arrived this long
-   * ago, a newer value no longer cancels the running projection: it waits for it, and
-   * only the newest waiting value is projected next. Infinity makes it switchMap.
+   * How long a value may wait for a completed projection (each value its own, or one
+   * for all): once one not yet served by a completed projection has waited its time, a
+   * newer value no longer cancels the running projection: it waits for it, and only the
+   * newest waiting value is projected next. Infinity makes it switchMap.
    */
-  maxWaitMs: number;
+  maxWaitMs: number | ((value: T) => number);
   scheduler?: SchedulerLike;
 }
 
 /**
  * switchMap that cannot starve: a newer value cancels the running projection (its
- * result would be stale), until values have waited `maxWaitMs` without a projection
+ * result would be stale), until a value has waited its `maxWaitMs` without a projection
  * completing. Then the running one finishes, and the newest value that came meanwhile
  * goes next. Without the bound, values arriving more often than a projection takes
  * (EndpointSlices moving every half second against a render of a second or two) would
  * cancel every projection, and none would ever complete.
  */
-export function latestWins<T, R>(project: (value: T) => ObservableInput<R>, options: LatestWinsOptions): OperatorFunction<T, R> {
+export function latestWins<T, R>(project: (value: T) => ObservableInput<R>, options: LatestWinsOptions<T>): OperatorFunction<T, R> {
   const scheduler = options.scheduler ?? asyncScheduler;
+  const { maxWaitMs } = options;
+  const waitOf = typeof maxWaitMs === 'number' ? () => maxWaitMs : maxWaitMs;
   return (source) =>
     new Observable<R>((subscriber) => {
       let inner: Subscription | undefined;
       /** The id of the running projection; 0 when none runs. */
       let running = 0;
       let started = 0;
-      /** When the oldest value no completed projection has served arrived. */
-      let unservedSince: number | undefined;
-      let waiting: { value: T; since: number } | undefined;
+      /** The earliest time a value no completed projection has served may wait until. */
+      let deadline = Infinity;
+      /** The newest value held back, and the earliest deadline of those held back. */
+      let waiting: { value: T; deadline: number } | undefined;
       let sourceDone = false;
 
       const start = (value: T) => {
@@ -43,7 +47,7 @@ export function latestWins<T, R>(project: (value: T) => ObservableInput<R>, opti
             running = 0;
             const next = waiting;
             waiting = undefined;
-            unservedSince = next?.since;
+            deadline = next?.deadline ?? Infinity;
             if (next) start(next.value);
             else if (sourceDone) subscriber.complete();
           },
@@ -55,11 +59,12 @@ export function latestWins<T, R>(project: (value: T) => ObservableInput<R>, opti
       const outer = source.subscribe({
         next: (value) => {
           const now = scheduler.now();
-          unservedSince ??= now;
-          if (running !== 0 && now - unservedSince >= options.maxWaitMs) {
-            waiting = { value, since: waiting?.since ?? now };
+          const own = now + waitOf(value);
+          if (running !== 0 && now >= deadline) {
+            waiting = { value, deadline: Math.min(waiting?.deadline ?? Infinity, own) };
             return;
           }
+          deadline = Math.min(deadline, own);
           start(value);
         },
         error: (err: unknown) => subscriber.error(err),
