@@ -87,15 +87,16 @@ async function measure(size: number): Promise<ScaleResult> {
     env: { ...process.env, NODE_OPTIONS: cap.nodeOptions },
   });
 
+  const metrics = async () => (await fetch(`http://127.0.0.1:${metricsPort}/metrics`)).text();
   async function memory(): Promise<{ rss: number; heap: number; helperRss: number }> {
     haprx.alive();
-    const text = await (await fetch(`http://127.0.0.1:${metricsPort}/metrics`)).text();
+    const text = await metrics();
     const value = (name: string) => Number(new RegExp(`^${name}(?:\\{[^}]*\\})? ([\\d.e+]+)$`, 'm').exec(text)?.[1] ?? NaN);
     return { rss: value('process_resident_memory_bytes'), heap: value('nodejs_heap_size_used_bytes'), helperRss: await helperRss(haprx.child.pid) };
   }
   /** Full renders that finished (changed or unchanged output) and haproxy -c checks, so far. */
   async function renders(): Promise<{ finished: number; checked: number }> {
-    const text = await (await fetch(`http://127.0.0.1:${metricsPort}/metrics`)).text();
+    const text = await metrics();
     const sum = (pattern: RegExp) => [...text.matchAll(pattern)].reduce((total, m) => total + Number(m[1]), 0);
     return {
       finished: sum(/^haprx_render_duration_seconds_count\{[^}]*result="(?:changed|unchanged)"[^}]*\} (\d+)$/gm),

@@ -194,14 +194,14 @@ interface LineChanges {
 
 /** Any file: the lines between what both texts begin and end with, diffed at once; undefined beyond the bound. */
 function regionChanges(a: FileText | undefined, b: FileText | undefined, main: boolean, path: string, context: number, maxChangedLines: number): LineChanges | undefined {
-    // Only the lines between what both texts begin and end with (and the context around
-    // them) are split and diffed: a large configuration with a small change costs little.
-    const region = a && b && (main || path.startsWith('maps/')) ? changedRegion(a.text, b.text, context) : undefined;
-    // PEM blocks span lines: auxiliary files are redacted whole before they are split.
-    const oldLines = linesOf(region ? region.before : a ? (main ? a.text : redactPem(a.text)) : '');
-    const newLines = linesOf(region ? region.after : b ? (main ? b.text : redactPem(b.text)) : '');
-    const changes = diffArrays(oldLines, newLines, { maxEditLength: maxChangedLines });
-    return changes && { changes, firstLine: region?.firstLine ?? 0 };
+  // Only the lines between what both texts begin and end with (and the context around
+  // them) are split and diffed: a large configuration with a small change costs little.
+  const region = a && b && (main || path.startsWith('maps/')) ? changedRegion(a.text, b.text, context) : undefined;
+  // PEM blocks span lines: auxiliary files are redacted whole before they are split.
+  const oldLines = linesOf(region ? region.before : a ? (main ? a.text : redactPem(a.text)) : '');
+  const newLines = linesOf(region ? region.after : b ? (main ? b.text : redactPem(b.text)) : '');
+  const changes = diffArrays(oldLines, newLines, { maxEditLength: maxChangedLines });
+  return changes && { changes, firstLine: region?.firstLine ?? 0 };
 }
 
 /** Headers tried after a change before the rest of both texts is taken as one region (a section removed in `b` has no match). */

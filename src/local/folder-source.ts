@@ -116,11 +116,11 @@ export function folderSource(options: FolderSourceOptions): Observable<ResourceC
       }
       if (!versions.record(file, text)) return;
       const parsed = await parseManifestsInSlices(file.path, text, maxObjectBytes, SLICE_MS, documents.get(file.path));
-      if (parsed.ok) documents.set(file.path, parsed.documents);
       if (!parsed.ok) {
         emit({ type: 'problem', source: parsed.problem.file, ...(parsed.problem.line !== undefined && { line: parsed.problem.line }), message: parsed.problem.message });
         return;
       }
+      documents.set(file.path, parsed.documents);
       const previous = contributions.get(file.path);
       const next: Contribution = new Map();
       const add = (name: string, key: string, object: KubeObject) => {

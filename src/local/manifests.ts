@@ -1,4 +1,4 @@
-import { createHash, hash } from 'node:crypto';
+import { hash } from 'node:crypto';
 import { CORE_SCHEMA, YAMLException, loadAll } from 'js-yaml';
 import type { WatchedResource } from '../config/controller-config.ts';
 import type { KubeObject } from '../k8s/resource.ts';
@@ -114,7 +114,7 @@ function* manifestSteps(file: string, text: string, maxObjectBytes: number, know
         const object = (parsed.json ? item : JSON.parse(json)) as KubeObject;
         // A content hash stands in for the resourceVersion, so re-reading an unchanged
         // file changes nothing downstream.
-        object.metadata.resourceVersion ??= createHash('sha256').update(json).digest('hex').slice(0, 16);
+        object.metadata.resourceVersion ??= hash('sha256', json).slice(0, 16);
         made.push(object);
       }
     }

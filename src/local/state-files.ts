@@ -54,7 +54,7 @@ export async function writeStateFiles(dir: string, files: RenderedFiles, previou
   // A path the user turned into a folder is left alone.
   for (const path of stale) await rm(join(dir, path), { force: true }).catch(() => undefined);
   // The list as it stands already says it (most deployments: the same files, new contents).
-  if (stale.length > 0 || wanted.size !== before.size || [...wanted].some((path) => !before.has(path))) await recordOwned(dir, [...wanted]);
+  if (stale.length > 0 || [...wanted].some((path) => !before.has(path))) await recordOwned(dir, [...wanted]);
 }
 
 /** The files haprx wrote into `dir`, as recorded there; entries that could not be haprx's are ignored. */
