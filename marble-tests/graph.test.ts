@@ -250,6 +250,70 @@ describe('graph', () => {
     });
   }
 
+  it('keeps what the fast path applied when the full render that should confirm it is refused: the drift redeploys it, not the configuration before', () => {
+    const deployed: string[] = [];
+    const timeline = run((cold, hot) => {
+      const changes = hot<ResourceChange>('s 999ms w', { s: synced('services'), w: upsert('services', 'bad', '1') });
+      const setup = deps(cold, changes, hot<readonly Endpoint[]>('x', { x: [endpoint('e1')] }), { ...settings, watched: [{ name: 'services' }] });
+      setup.deps.fastPlan = ({ resources }) => ({
+        kind: 'runtime',
+        config: sealRendered({ main: `fast:${resources.get('services')!.list().map((o) => o.metadata.name).join('+')}`, maps: {}, files: {}, certs: {} }),
+        ops: [{ kind: 'server-state', backend: 'be', server: 's', state: 'ready' }],
+        backends: ['be'],
+      });
+      setup.deps.deployTo = (e, d): Observable<InstanceOutcome> => {
+        deployed.push(`${d.reason}:${d.config.main}`);
+        return cold('20ms (r|)', { r: OK });
+      };
+      return setup;
+    }, 62_000);
+    // The full render of 'bad' is refused by the check (1080); the drift, 60 s after the fast path's configuration, sends that.
+    assert.deepEqual(
+      timeline.filter(([, l]) => /^(F|V|D)/.test(l)),
+      [
+        [60, 'V'],
+        [60, 'D1:change'],
+        [1000, 'F:fast:bad'],
+        [1000, 'D2:fast'],
+        [1080, 'V!'],
+        [61_000, 'D3:drift'],
+      ],
+    );
+    assert.deepEqual(deployed, ['change:', 'fast:fast:bad', 'drift:fast:bad']);
+  });
+
+  it('retries an instance whose fast deployment failed with what the fast path applied', () => {
+    const deployed: string[] = [];
+    const timeline = run((cold, hot) => {
+      const changes = hot<ResourceChange>('s 999ms w', { s: synced('services'), w: upsert('services', 'bad', '1') });
+      const setup = deps(cold, changes, hot<readonly Endpoint[]>('x', { x: [endpoint('e1'), endpoint('e2')] }), { ...settings, watched: [{ name: 'services' }], driftIntervalMs: 0 });
+      setup.deps.fastPlan = ({ resources }) => ({
+        kind: 'runtime',
+        config: sealRendered({ main: `fast:${resources.get('services')!.list().map((o) => o.metadata.name).join('+')}`, maps: {}, files: {}, certs: {} }),
+        ops: [{ kind: 'server-state', backend: 'be', server: 's', state: 'ready' }],
+        backends: ['be'],
+      });
+      let e2Fast = 0;
+      setup.deps.deployTo = (e, d): Observable<InstanceOutcome> => {
+        deployed.push(`${e.id}:${d.reason}:${d.config.main}`);
+        const fails = e.id === 'e2' && d.reason === 'fast' && ++e2Fast === 1;
+        return cold('20ms (r|)', { r: fails ? { ok: false, reloaded: false, runtimeOps: 0, error: 'e2: HTTP 503' } : OK });
+      };
+      return setup;
+    }, 5_000);
+    assert.deepEqual(
+      timeline.filter(([, l]) => /^(D|fail)/.test(l)),
+      [
+        [60, 'D1:change'],
+        [1000, 'D2:fast'],
+        [1020, 'fail:e2'],
+        // 1 s after the failure, once 2 s have passed since the last scheduled deployment (60).
+        [2060, 'D3:retry'],
+      ],
+    );
+    assert.deepEqual(deployed, ['e1:change:', 'e2:change:', 'e1:fast:fast:bad', 'e2:fast:fast:bad', 'e2:retry:fast:bad']);
+  });
+
   it('renders and validates but deploys nothing until this replica leads, then deploys at once', () => {
     const timeline = run((cold, hot) => {
       const changes = hot<ResourceChange>('s', { s: synced('services') });

@@ -188,11 +188,13 @@ export type ControllerEvent =
 
 export type ValidatedEvent = Extract<ControllerEvent, { type: 'Validated' }>;
 
-/** The newest valid configuration and every current instance: what the fleet should run. */
+/** The newest configuration (validated, or applied by the fast path after it) and every current instance: what the fleet should run. */
 export interface Desired {
   reconcile: Reconcile;
   config: RenderedConfig;
   endpoints: readonly Endpoint[];
+  /** The fast path applied this configuration: its runtime operations on a validated one. */
+  appliedByFastPath?: true;
 }
 
 /**

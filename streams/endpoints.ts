@@ -1,12 +1,22 @@
-import { EMPTY, type Observable, type SchedulerLike, asyncScheduler, combineLatest, filter, map, merge, scan, withLatestFrom } from 'rxjs';
-import type { DeployRequest, Desired, Endpoint, ValidatedEvent } from '../src/events.ts';
+import { type Observable, type SchedulerLike, asyncScheduler, combineLatest, filter, map, scan, withLatestFrom } from 'rxjs';
+import type { ControllerEvent, DeployRequest, Desired, Endpoint, ValidatedEvent } from '../src/events.ts';
+
+type FastPathPlannedEvent = Extract<ControllerEvent, { type: 'FastPathPlanned' }>;
 
 /**
- * What the fleet should run: the newest valid configuration and every current
- * HAProxy instance, emitted whenever either changes (once both are known).
+ * What the fleet should run: the newest configuration and every current HAProxy
+ * instance, emitted whenever either changes (once both are known). The newest
+ * configuration is the last validated one, or what the fast path applied after it:
+ * from then on a redeploy (drift, a retry, an instance that joins, a new leader) sends
+ * that, so none takes the fast path's changes back, even when the full render that
+ * should confirm them fails. Its only part not checked by haproxy -c as a whole is
+ * the server lines and map entries the templates wrote for objects, which each
+ * instance's runtime API parsed when the fast path applied them.
  */
-export function desired(validated$: Observable<ValidatedEvent>, endpoints$: Observable<readonly Endpoint[]>): Observable<Desired> {
-  return combineLatest([validated$, endpoints$]).pipe(map(([{ reconcile, config }, endpoints]): Desired => ({ reconcile, config, endpoints })));
+export function desired(applied$: Observable<ValidatedEvent | FastPathPlannedEvent>, endpoints$: Observable<readonly Endpoint[]>): Observable<Desired> {
+  return combineLatest([applied$, endpoints$]).pipe(
+    map(([{ type, reconcile, config }, endpoints]): Desired => ({ reconcile, config, endpoints, ...(type === 'FastPathPlanned' && { appliedByFastPath: true }) })),
+  );
 }
 
 /** An instance as a deployment sees it: a new address or a new incarnation is an instance that (re)joined. */
@@ -16,28 +26,33 @@ const instanceKey = (e: Endpoint) => `${e.id}\n${e.address}\n${e.incarnation ?? 
  * Turns changes of the desired state into deployment requests: a new configuration
  * goes to every instance; an instance that joins, or comes back (restarted, replaced,
  * re-addressed), gets the current configuration at once, without waiting for drift or
- * a change in the cluster. An instance that leaves needs nothing. A configuration
- * already sent to every instance (`sent$`, the fast path's hashes) is not sent again.
+ * a change in the cluster. An instance that leaves needs nothing. What the fast path
+ * applied it sent to every instance itself: it is not sent again, nor the full render
+ * that agrees with it.
  */
-export function deployRequests(desired$: Observable<Desired>, scheduler: SchedulerLike = asyncScheduler, sent$: Observable<string> = EMPTY): Observable<DeployRequest> {
+export function deployRequests(desired$: Observable<Desired>, scheduler: SchedulerLike = asyncScheduler): Observable<DeployRequest> {
   interface Seen {
     /** The configuration last requested for every instance. */
     hash: string | undefined;
+    /** The configuration of the last desired state, with or without instances. */
+    current: string | undefined;
     known: ReadonlySet<string>;
     request: DeployRequest | undefined;
   }
-  return merge(desired$, sent$).pipe(
+  return desired$.pipe(
     scan(
       (seen: Seen, state): Seen => {
-        if (typeof state === 'string') return { ...seen, hash: state, request: undefined };
         const known = new Set(state.endpoints.map(instanceKey));
-        if (state.endpoints.length === 0) return { hash: seen.hash, known, request: undefined };
+        const current = state.config.hash;
+        if (state.endpoints.length === 0) return { hash: seen.hash, current, known, request: undefined };
+        // Just applied by the fast path, to the instances known now.
+        if (state.appliedByFastPath && current !== seen.current) return { hash: current, current, known, request: undefined };
         const base = { reconcile: state.reconcile, config: state.config, queuedAt: scheduler.now() };
-        if (state.config.hash !== seen.hash) return { hash: state.config.hash, known, request: { ...base, endpoints: state.endpoints, reason: 'change' } };
+        if (current !== seen.hash) return { hash: current, current, known, request: { ...base, endpoints: state.endpoints, reason: 'change' } };
         const returned = state.endpoints.filter((e) => !seen.known.has(instanceKey(e)));
-        return { hash: seen.hash, known, request: returned.length > 0 ? { ...base, endpoints: returned, reason: 'endpoints' } : undefined };
+        return { hash: seen.hash, current, known, request: returned.length > 0 ? { ...base, endpoints: returned, reason: 'endpoints' } : undefined };
       },
-      { hash: undefined, known: new Set<string>(), request: undefined },
+      { hash: undefined, current: undefined, known: new Set<string>(), request: undefined },
     ),
     map((seen) => seen.request),
     filter((request) => request !== undefined),

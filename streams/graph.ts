@@ -154,18 +154,14 @@ export function graph(settings: GraphSettings, deps: GraphDeps): Observable<Cont
           stageName('fast path'),
           share(),
         );
+        // What the fast path applied is desired from then on: no redeploy takes it back.
         const desired$ = desired(
-          fast$.pipe(filter((e): e is ValidatedEvent => e.type === 'Validated')),
+          fast$.pipe(filter((e) => e.type === 'Validated' || e.type === 'FastPathPlanned')),
           deps.endpoints$.pipe(stageName('endpoints')),
         ).pipe(share());
         const fastRequests$ = fastRequests(fast$, desired$, scheduler).pipe(share());
         const requests$ = merge(
-          // What the fast path sent everywhere is not sent again when its full render agrees.
-          deployRequests(
-            desired$,
-            scheduler,
-            fastRequests$.pipe(map((r) => r.config.hash)),
-          ),
+          deployRequests(desired$, scheduler),
           drift(desired$, settings.driftIntervalMs, scheduler),
           redeployOn(deps.credentials$ ?? EMPTY, desired$, 'credentials', scheduler),
           instanceRetries(deployEvents, desired$, retrying),
