@@ -314,6 +314,41 @@ describe('graph', () => {
     assert.deepEqual(deployed, ['e1:change:', 'e2:change:', 'e1:fast:fast:bad', 'e2:fast:fast:bad', 'e2:retry:fast:bad']);
   });
 
+  for (const [what, fast, longest] of [
+    ['a change the full path alone applies waits for its render no longer than the maximum wait (2 s)', false, [-Infinity, 2_000]],
+    ['a change the fast path applied lets newer ones cancel its render for up to 10 s, as that render only confirms it', true, [2_000, 10_000]],
+  ] as const) {
+    it(`renders under sustained churn that outpaces the render: ${what}`, () => {
+      const letters = 'abcdefghijklmnopqrtuvwyzABCDEFGHIJKLMNOPQRSTUVWXYZ'; // not s: the sync
+      const timeline = run((cold, hot) => {
+        // Synced at 0; then a new version of one Service every 600 ms from 1000 to 30400. Each comes after
+        // the debounce's quiet, so each triggers at once; a render takes 3 s.
+        const values: Record<string, ResourceChange> = { s: synced('services') };
+        for (const [i, c] of [...letters].entries()) values[c] = upsert('services', 'web', String(i + 1));
+        const changes = hot<ResourceChange>(`s 999ms ${[...letters].join(' 599ms ')}`, values);
+        const setup = deps(cold, changes, hot<readonly Endpoint[]>('x', { x: [endpoint('e1')] }), { ...settings, watched: [{ name: 'services' }] });
+        const version = (resources: ReadonlyMap<string, { list(): readonly { metadata: { resourceVersion?: string } }[] }>) => resources.get('services')!.list()[0]?.metadata.resourceVersion ?? '0';
+        setup.deps.render = ({ resources }) => cold<RenderOutcome>('3000ms (r|)', { r: { ok: true, config: sealRendered({ main: `v${version(resources)}`, maps: {}, files: {}, certs: {} }) } });
+        if (fast) {
+          setup.deps.fastPlan = ({ resources }) => ({
+            kind: 'runtime',
+            config: sealRendered({ main: `fast:v${version(resources)}`, maps: {}, files: {}, certs: {} }),
+            ops: [{ kind: 'server-state', backend: 'be', server: 's', state: 'ready' }],
+            backends: ['be'],
+          });
+        }
+        return setup;
+      }, 40_000);
+      // Renders that finished while the churn went on, after the first one (the fast path needs a validated base).
+      const finished = timeline.filter(([t, l]) => l.startsWith('R:') && t <= 30_400).map(([t]) => t);
+      const gaps = finished.slice(1).map((t, i) => t - finished[i]!);
+      // A render's 3 s, the wait, and up to one trigger interval before the render that the wait lets finish began.
+      const beyondRender = Math.max(...gaps) - 3_000 - 600;
+      assert.ok(gaps.length >= 2, `renders finished at ${finished.join(', ')}`);
+      assert.ok(beyondRender > longest[0] && beyondRender <= longest[1], `renders finished at ${finished.join(', ')}`);
+    });
+  }
+
   it('renders and validates but deploys nothing until this replica leads, then deploys at once', () => {
     const timeline = run((cold, hot) => {
       const changes = hot<ResourceChange>('s', { s: synced('services') });
