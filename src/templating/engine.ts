@@ -94,6 +94,7 @@ import type { ObjectStatus } from '../status/types.ts';
 import { ForbiddenConstruct, compileInRealm, rethrow } from './compile.ts';
 import { type LocatableTemplate, asFault, diagnoseCompileError, faultFrom, locateForbidden, locateThrow } from './locate.ts';
 import { compareCodeUnits, readOnly, resourceSets } from './readonly.ts';
+import type { Entered, ServerCache } from './server-cache.ts';
 import { RenderTimeout, templateRealm } from './realm.ts';
 
 /** A render's fresh bookkeeping; `running` names the template being rendered, for errors. */
@@ -110,6 +111,7 @@ function openSession(units: Parameters<typeof locateThrow>[1], running: () => st
     skips: new Map(),
     running,
     faults: new SystematicFaults(),
+    effects: 0,
   };
 }
 
@@ -289,6 +291,8 @@ export const DEFAULT_RENDER_TIMEOUT_MS = 10_000;
 export interface RenderOptions {
   /** A render still running after this is stopped and fails, naming the template it was in. */
   timeoutMs?: number;
+  /** h.servers output of the last render over the same sets, reused where nothing it read changed. */
+  serverCache?: ServerCache;
 }
 
 /** Each compiled set's helpers as the template realm sees them: made once. */
@@ -312,6 +316,7 @@ function helpersInRealm(templates: CompiledTemplates): unknown {
  */
 export function renderTemplates(templates: CompiledTemplates, input: RenderInput, options: RenderOptions = {}): RenderResult {
   let current = 'haproxy.cfg';
+  let completed = false;
   const active: string[] = [];
   const session = sessions.get(templates);
   const timeoutMs = options.timeoutMs ?? DEFAULT_RENDER_TIMEOUT_MS;
@@ -319,6 +324,8 @@ export function renderTemplates(templates: CompiledTemplates, input: RenderInput
     const snippetEscape = snippetEscapes.get(templates);
     if (!snippetEscape || !session) return { ok: false, error: { template: current, message: 'templates must come from compileTemplates' } };
     const realm = templateRealm();
+    const cache = options.serverCache;
+    cache?.begin(templates, input.resources, input.values);
     return realm.run(() => {
       const units = unitsOf.get(templates)!;
       const collected = openSession(units, () => active.at(-1) ?? current);
@@ -346,16 +353,31 @@ export function renderTemplates(templates: CompiledTemplates, input: RenderInput
         } catch (err) {
           return abortRender(`servers(): the arguments must be plain data (${errorText(err)})`);
         }
+        const cacheKey = `${snippet}\u0000${json}`;
+        const kept = cache?.get(cacheKey);
+        if (kept) {
+          for (const e of kept.entered) collected.faults.enter(e.template, e.subject, e.part);
+          pending.push({ backend, snippet, args: json, reads: kept.reads });
+          texts.push(kept.text);
+          return `\u0000${pending.length - 1}\u0000`;
+        }
+        const effects = collected.effects;
+        const entered: Entered[] = [];
+        if (cache) collected.faults.recording = entered;
         reading = new Set();
         let text: string;
+        let reads: string[];
         try {
           // As JSON and frozen, exactly as a render of this snippet alone will get them.
           text = includeSnippet(snippet, realm.sealText(json));
         } finally {
-          pending.push({ backend, snippet, args: json, reads: [...reading] });
+          reads = [...reading];
+          pending.push({ backend, snippet, args: json, reads });
           reading = undefined;
+          collected.faults.recording = undefined;
         }
         texts.push(text);
+        if (cache && collected.effects === effects) cache.put(cacheKey, { text, reads, entered });
         // A marker where the lines go, resolved once haproxy.cfg is complete: that tells where they stand.
         return `\u0000${pending.length - 1}\u0000`;
       };
@@ -402,6 +424,7 @@ export function renderTemplates(templates: CompiledTemplates, input: RenderInput
         warnings: [...collected.warnings.values()],
         statuses: collectStatuses(collected.declarations),
       };
+      completed = true;
       return result;
     }, timeoutMs);
   } catch (thrown) {
@@ -412,6 +435,7 @@ export function renderTemplates(templates: CompiledTemplates, input: RenderInput
     return { ok: false, error: { template: current, message: `internal error while rendering: ${errorText(thrown)}` } };
   } finally {
     if (session) session.current = undefined;
+    options.serverCache?.end(completed);
   }
 }
 

@@ -212,6 +212,12 @@ export interface RenderSession {
   running(): string;
   /** Every isolation and each unexpected error it caught: how a template fault is told from objects at fault. */
   faults: SystematicFaults;
+  /**
+   * Calls that touched render state other than the text (warn, status, certFile, once,
+   * skipped, referencesFiles, a caught throw): an h.servers call that made none can be
+   * reused by a later render (server-cache.ts).
+   */
+  effects: number;
   /** h.servers, as the running render implements it. */
   servers?(backend: unknown, snippet: unknown, args: unknown): string;
   /** h.mapEntries, as the running render implements it. */
@@ -275,6 +281,7 @@ export function createHelpers(known: KnownFiles, session: () => RenderSession | 
       open.added.at(-1)?.push(...added);
       return result;
     } catch (thrown) {
+      open.effects++;
       open.added.pop();
       // Nothing the object added stays in the configuration, nor what was said about its status.
       for (const name of added) open.certs.delete(name);
@@ -326,6 +333,7 @@ export function createHelpers(known: KnownFiles, session: () => RenderSession | 
     get,
     warn: (subject, message, details) => {
       const open = session() ?? abortRender('warn() records into a render, and no render is running');
+      open.effects++;
       const field = details?.field;
       if (field !== undefined && typeof field !== 'string') abortRender(`warn(): details.field must be a field path, got ${describeValue(field)}`);
       const reason = checkReason('warn', details?.reason);
@@ -353,6 +361,7 @@ export function createHelpers(known: KnownFiles, session: () => RenderSession | 
     },
     skipped: (subject, part) => {
       const open = session() ?? abortRender('skipped() reads the current render, and no render is running');
+      open.effects++;
       if (part !== undefined && typeof part !== 'string') abortRender(`skipped(): the part must be a field path, got ${describeValue(part)}`);
       const key = skipKey(subject, part);
       const skip = key === undefined ? undefined : open.skips.get(key);
@@ -360,6 +369,7 @@ export function createHelpers(known: KnownFiles, session: () => RenderSession | 
     },
     status: (subject, declaration) => {
       const open = session() ?? abortRender('status() declares into a render, and no render is running');
+      open.effects++;
       open.declarations.push(declare(subject, declaration, describeSubject));
       return '';
     },
@@ -372,6 +382,7 @@ export function createHelpers(known: KnownFiles, session: () => RenderSession | 
     fileName,
     once: (key, compute) => {
       const open = session() ?? abortRender('once() caches within a render, and no render is running');
+      open.effects++;
       if (typeof key !== 'string') abortRender(`once(): the key must be a string, got ${describeValue(key)}`);
       if (typeof compute !== 'function') abortRender(`once(): expected a function to compute ${JSON.stringify(key)}`);
       if (!open.once.has(key)) open.once.set(key, (compute as () => unknown)());
@@ -389,6 +400,7 @@ export function createHelpers(known: KnownFiles, session: () => RenderSession | 
     },
     certFile: (name, content) => {
       const open = session() ?? abortRender('certFile() adds to a render, and no render is running');
+      open.effects++;
       if (typeof name !== 'string' || !isFileName(name)) abort(`certFile(): ${describeValue(name)} is not a valid file name`);
       if (typeof content !== 'string') abort(`certFile(): the content must be a string, got ${describeValue(content)}`);
       if (known.certs.has(name)) abortRender(`certFile(): ${JSON.stringify(name)} is the name of a certificate template`);
@@ -400,6 +412,7 @@ export function createHelpers(known: KnownFiles, session: () => RenderSession | 
     },
     referencesFiles: () => {
       const open = session() ?? abortRender('referencesFiles() marks a file of a render, and no render is running');
+      open.effects++;
       if (open.file === 'haproxy.cfg') abortRender('referencesFiles(): haproxy.cfg needs no mark, its file references are always known');
       open.referencing.add(open.file);
       return '';

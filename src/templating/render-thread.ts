@@ -13,6 +13,7 @@ import type { ResourceChange } from '../k8s/resource.ts';
 import { type ResourceView, type StoreOptions, Store } from '../k8s/store.ts';
 import { abortRender } from './abort.ts';
 import { type RenderResult, type TemplateSet, compileTemplates, renderTemplates } from './engine.ts';
+import { ServerCache } from './server-cache.ts';
 import { type StatusDelta, StatusDeltaSender } from './status-delta.ts';
 
 export interface RenderThreadData {
@@ -45,8 +46,11 @@ function main(): void {
     return;
   }
   const stores = new Map<string, Store>();
+  // Server lines of the last render, reused where nothing they read changed.
+  let serverCache = new ServerCache();
   const empty = () => {
     for (const s of data.sets) stores.set(s.name, new Store(s.name, s));
+    serverCache = new ServerCache();
   };
   empty();
   let running = 0;
@@ -83,7 +87,7 @@ function main(): void {
       return;
     }
     const started = performance.now();
-    const result = renderTemplates(compiled.templates, { resources: views, values: data.values }, { timeoutMs: data.timeoutMs });
+    const result = renderTemplates(compiled.templates, { resources: views, values: data.values }, { timeoutMs: data.timeoutMs, serverCache });
     if (Atomics.load(current, 0) !== running) {
       port.postMessage({ type: 'cancelled', id: running } satisfies FromThread);
       return;

@@ -42,12 +42,15 @@ export class SystematicFaults {
   /** The objects isolated at each site, by identity (a store hands out the same object for the whole render). */
   private readonly sites = new Map<string, { kind: string; objects: Set<unknown> }>();
   private readonly groups = new Map<string, Group>();
+  /** While set, every isolation counted is also noted here (an h.servers call the next render may reuse). */
+  recording: { template: string; subject: unknown; part: string | undefined }[] | undefined;
 
   /**
    * Counts an isolation of `subject` at its site and returns the site, or
    * undefined when the subject is not a Kubernetes object (text, a number).
    */
   enter(template: string, subject: unknown, part: string | undefined): string | undefined {
+    this.recording?.push({ template, subject, part });
     const kind = kindOf(subject);
     if (kind === undefined) return undefined;
     const site = `${template}\u0000${kind}\u0000${part === undefined ? '' : part.replace(/\[\d+\]/g, '[]')}`;
