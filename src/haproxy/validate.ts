@@ -1,7 +1,9 @@
 /**
  * Two-phase validation of a render: the structure checks of phase one, then
  * `haproxy -c` on a private copy of every file. A configuration reaches an
- * instance only after both passed.
+ * instance only after both passed. When the render thread is still checking the
+ * structure (it does so after sending the render), both run at once and a
+ * structure problem stops haproxy -c.
  *
  * Facts about `haproxy -c` (2.6) this relies on:
  * - `-q` would silence the alerts as well, so it is not passed; the useful
