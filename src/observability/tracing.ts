@@ -1,7 +1,9 @@
 import { type Attributes, type Context, type Link, type Span, type SpanContext, type Tracer, ROOT_CONTEXT, SpanKind, SpanStatusCode, trace } from '@opentelemetry/api';
-import { OTLPTraceExporter } from '@opentelemetry/exporter-trace-otlp-http';
-import { resourceFromAttributes } from '@opentelemetry/resources';
-import { BatchSpanProcessor, NodeTracerProvider, type SpanProcessor } from '@opentelemetry/sdk-trace-node';
+import { createRequire } from 'node:module';
+import type * as OtlpHttp from '@opentelemetry/exporter-trace-otlp-http';
+import type * as Resources from '@opentelemetry/resources';
+import type * as TraceSdk from '@opentelemetry/sdk-trace-node';
+import type { SpanProcessor } from '@opentelemetry/sdk-trace-node';
 import { ATTR_SERVICE_NAME, ATTR_SERVICE_VERSION } from '@opentelemetry/semantic-conventions';
 import type { ChangeRef, ControllerEvent, Reconcile } from '../events.ts';
 import { diffSummary } from '../haproxy/config-diff.ts';
@@ -340,6 +342,7 @@ export function tracingFromEnv(env: NodeJS.ProcessEnv = process.env, service: { 
   const notes: string[] = [];
   const protocol = env.OTEL_EXPORTER_OTLP_TRACES_PROTOCOL ?? env.OTEL_EXPORTER_OTLP_PROTOCOL;
   if (protocol !== undefined && protocol !== 'http/json') notes.push(`OTEL_EXPORTER_OTLP_PROTOCOL=${protocol} is not supported; spans go out as http/json`);
+  const { resourceFromAttributes, BatchSpanProcessor, NodeTracerProvider, OTLPTraceExporter } = loadSdk();
   const resource = resourceFromAttributes({
     [ATTR_SERVICE_NAME]: service.name ?? 'haprx',
     ...(service.version !== undefined && { [ATTR_SERVICE_VERSION]: service.version }),
@@ -360,6 +363,18 @@ export function tracingFromEnv(env: NodeJS.ProcessEnv = process.env, service: { 
       shutdown: () => provider.shutdown(),
     },
   };
+}
+
+/**
+ * The SDK and the exporter, loaded when tracing is on: loading them takes about a
+ * tenth of a second, which a start with tracing off (the default) need not wait for.
+ */
+function loadSdk(): Pick<typeof Resources, 'resourceFromAttributes'> & Pick<typeof TraceSdk, 'BatchSpanProcessor' | 'NodeTracerProvider'> & Pick<typeof OtlpHttp, 'OTLPTraceExporter'> {
+  const load = createRequire(import.meta.url);
+  const { resourceFromAttributes } = load('@opentelemetry/resources') as typeof Resources;
+  const { BatchSpanProcessor, NodeTracerProvider } = load('@opentelemetry/sdk-trace-node') as typeof TraceSdk;
+  const { OTLPTraceExporter } = load('@opentelemetry/exporter-trace-otlp-http') as typeof OtlpHttp;
+  return { resourceFromAttributes, BatchSpanProcessor, NodeTracerProvider, OTLPTraceExporter };
 }
 
 /** OTEL_RESOURCE_ATTRIBUTES: `key=value` pairs separated by commas, values percent-encoded. */
