@@ -55,7 +55,11 @@ export class HaproxyProcess {
     return this.child !== undefined && this.child.exitCode === null && this.child.signalCode === null;
   }
 
-  async start(): Promise<void> {
+  /**
+   * Starts haproxy and waits until its first worker runs. `whileStarting` runs once
+   * haproxy has been spawned: work that can go on while haproxy reads its configuration.
+   */
+  async start(whileStarting?: () => void): Promise<void> {
     this.closeSession();
     // A haproxy left behind by a previous run that was killed would hold the ports.
     await stopLeftHaproxy(this.options.stateDir);
@@ -92,6 +96,7 @@ export class HaproxyProcess {
         for (const line of lines) if (line.trim()) this.record(line);
       });
     }
+    whileStarting?.();
     const deadline = Date.now() + this.options.startTimeoutMs;
     while (Date.now() < deadline) {
       if (!this.running) {

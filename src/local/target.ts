@@ -141,8 +141,18 @@ export class LocalTarget {
     await mkdir(this.options.stateDir, { recursive: true, mode: 0o700 });
     await writeStateFiles(this.options.stateDir, config);
     this.step('start', this.options.stateDir);
+    // What follows the start is planned while haproxy reads the configuration (at 10k
+    // backends that takes it most of a second); if planning fails there, it is planned
+    // again below, where a failure counts as it always did.
+    let plan: Plan | undefined;
     try {
-      await this.haproxy.start();
+      await this.haproxy.start(() => {
+        try {
+          plan = planDeployment(undefined, config);
+        } catch {
+          plan = undefined;
+        }
+      });
     } catch (err) {
       // The state directory goes on holding the last configuration haproxy took, for the next restart.
       if (this.running && this.running !== config) await writeStateFiles(this.options.stateDir, this.running, config);
@@ -159,7 +169,7 @@ export class LocalTarget {
       this.restartTimer = undefined;
       this.options.onHealth?.({ up: true, cause, downMs: Date.now() - since });
     }
-    const plan = planDeployment(undefined, config);
+    plan ??= planDeployment(undefined, config);
     const after = plan.kind === 'reload' ? plan.after : [];
     await this.runtime(after);
     return { ok: true, reloaded: true, runtimeOps: after.length };

@@ -27,6 +27,8 @@ describe('HaproxyProcess (real haproxy, master-worker)', () => {
   let port: number;
   let haproxy: HaproxyProcess;
   const echoes: Awaited<ReturnType<typeof startEcho>>[] = [];
+  /** What the work given to start saw, each time it ran. */
+  const duringStart: { spawned: boolean; ended: boolean }[] = [];
 
   before(async () => {
     dir = await mkdtemp(join(tmpdir(), 'haprx-proc-'));
@@ -34,7 +36,9 @@ describe('HaproxyProcess (real haproxy, master-worker)', () => {
     echoes.push(await startEcho('one'), await startEcho('two'));
     await writeFile(join(dir, 'haproxy.cfg'), config(port, echoes[0]!.port));
     haproxy = new HaproxyProcess({ bin: 'haproxy', stateDir: dir });
-    await haproxy.start();
+    let ended = false;
+    await haproxy.start(() => duringStart.push({ spawned: haproxy.running, ended }));
+    ended = true;
   });
 
   after(async () => {
@@ -45,6 +49,10 @@ describe('HaproxyProcess (real haproxy, master-worker)', () => {
 
   it('starts and serves traffic', async () => {
     assert.deepEqual(await get(port), { status: 200, body: 'one\n' });
+  });
+
+  it('runs the work given to the start once, with haproxy spawned and before the start ends', () => {
+    assert.deepEqual(duringStart, [{ spawned: true, ended: false }]);
   });
 
   it('sends runtime commands to the current worker', async () => {
