@@ -291,28 +291,45 @@ function indexKeysFor(object: KubeObject, paths: readonly CompiledPath[]): strin
   return [...keys];
 }
 
+/** A stripped path split once: its segments, and from each segment on, the rest joined again (a key may hold dots). */
+interface StripPath {
+  segments: readonly string[];
+  rests: readonly string[];
+}
+
+/** The paths of each strip list, split once per list rather than once per object (30k objects at 10k Ingresses). */
+const compiledStrips = new WeakMap<readonly string[], readonly StripPath[]>();
+
+function compileStrip(paths: readonly string[]): readonly StripPath[] {
+  let compiled = compiledStrips.get(paths);
+  if (!compiled) {
+    compiled = paths.map((path) => {
+      const segments = path.split('.');
+      return { segments, rests: segments.map((_, i) => segments.slice(i).join('.')) };
+    });
+    compiledStrips.set(paths, compiled);
+  }
+  return compiled;
+}
+
 /** Copies only the objects along each stripped path; the caller's object is not mutated. */
 export function stripFields(object: KubeObject, paths: readonly string[]): KubeObject {
   let result = object;
-  for (const path of paths) {
-    const [head, ...rest] = path.split('.');
-    if (head === undefined) continue;
-    result = stripPath(result, head, rest) as KubeObject;
-  }
+  for (const path of compileStrip(paths)) result = stripPath(result, path, 0) as KubeObject;
   return result;
 }
 
-function stripPath(node: unknown, head: string, rest: string[]): unknown {
+function stripPath(node: unknown, path: StripPath, at: number): unknown {
   if (node === null || typeof node !== 'object' || Array.isArray(node)) return node;
   const record = node as Record<string, unknown>;
   // The remaining segments may name a key that itself contains dots.
-  const whole = [head, ...rest].join('.');
+  const whole = path.rests[at]!;
   if (whole in record) {
     const { [whole]: _dropped, ...kept } = record;
     return kept;
   }
-  const [next, ...after] = rest;
-  if (next === undefined || !(head in record)) return node;
-  const child = stripPath(record[head], next, after);
+  const head = path.segments[at]!;
+  if (at + 1 >= path.segments.length || !(head in record)) return node;
+  const child = stripPath(record[head], path, at + 1);
   return child === record[head] ? node : { ...record, [head]: child };
 }
