@@ -201,31 +201,11 @@ function checkFileNames(rendered: RenderedFiles, out: ValidationProblem[]): void
 }
 
 /** Verdicts of checks made elsewhere (the render worker checks what it renders), by render. */
-type Remembered = readonly ValidationProblem[] | Promise<readonly ValidationProblem[]>;
-const remembered = new WeakMap<RenderedFiles, Remembered>();
+const remembered = new WeakMap<RenderedFiles, readonly ValidationProblem[]>();
 
-/**
- * Records the structure check's verdict on a render, made in another thread: made
- * already, or on its way (the render thread checks after it has sent the render, so
- * that haproxy -c need not wait for the check). checkStructure and structureOf return it.
- */
-export function rememberStructure(rendered: RenderedFiles, problems: Remembered): void {
+/** Records the structure check's verdict on a render, made in another thread: checkStructure returns it. */
+export function rememberStructure(rendered: RenderedFiles, problems: readonly ValidationProblem[]): void {
   remembered.set(rendered, problems);
-}
-
-/**
- * The structure check's verdict on a render that another thread is still making, or
- * undefined when there is none on its way (checkStructure has it, or makes it). A
- * verdict that does not come (the thread died) is no problems: the check only ever
- * reports what haproxy -c rejects too, so haproxy's verdict stands alone.
- */
-export function structureOnItsWay(rendered: RenderedFiles): Promise<ValidationProblem[]> | undefined {
-  const known = remembered.get(rendered);
-  if (known === undefined || Array.isArray(known)) return undefined;
-  return Promise.resolve(known).then(
-    (problems) => problems.map((p) => ({ ...p })),
-    (): ValidationProblem[] => [],
-  );
 }
 
 /**
@@ -236,7 +216,7 @@ export function structureOnItsWay(rendered: RenderedFiles): Promise<ValidationPr
  */
 export function checkStructure(rendered: RenderedFiles): ValidationProblem[] {
   const known = remembered.get(rendered);
-  if (Array.isArray(known)) return (known as readonly ValidationProblem[]).map((p) => ({ ...p }));
+  if (known) return known.map((p) => ({ ...p }));
   const names: ValidationProblem[] = [];
   checkFileNames(rendered, names);
   const { layout: l, errors } = layout(rendered.main);

@@ -1,9 +1,7 @@
 /**
  * Two-phase validation of a render: the structure checks of phase one, then
  * `haproxy -c` on a private copy of every file. A configuration reaches an
- * instance only after both passed. When the render thread is still checking the
- * structure (it does so after sending the render), both run at once and a
- * structure problem stops haproxy -c.
+ * instance only after both passed.
  *
  * Facts about `haproxy -c` (2.6) this relies on:
  * - `-q` would silence the alerts as well, so it is not passed; the useful
@@ -29,7 +27,7 @@ import type { ValidationProblem } from '../events.ts';
 import { AUX_DIRS, AUX_KINDS, auxPath } from '../templating/rendered.ts';
 import type { RenderedConfig, RenderedFiles } from '../templating/rendered.ts';
 import { tokenize } from './config.ts';
-import { MAIN_FILE, checkStructure, fileNameProblem, structureOnItsWay } from './structure.ts';
+import { MAIN_FILE, checkStructure, fileNameProblem } from './structure.ts';
 import { errorMessage } from '../errors.ts';
 import { runChild, type ChildRunner } from './child-run.ts';
 
@@ -304,45 +302,19 @@ export class Validator {
 
     const hit = this.lookup(rendered.hash);
     if (hit) return finish(hit, true);
-    const coming = structureOnItsWay(rendered);
-    if (coming === undefined) {
-      const structure = checkStructure(rendered);
-      if (structure.length > 0) return finish({ ok: false, phase: 'structure', problems: structure, warnings: [] }, false);
-      const verdict = await this.checkWithHaproxy(rendered, signal);
-      return verdict ? finish(verdict, verdict.cached) : finish(aborted, false);
-    }
-    // The render thread checks the structure after it has sent the render: haproxy -c runs
-    // meanwhile, and a structure problem stops it.
-    const stop = new AbortController();
-    const onAbort = () => stop.abort();
-    signal?.addEventListener('abort', onAbort, { once: true });
-    try {
-      const haproxy = this.checkWithHaproxy(rendered, stop.signal);
-      const structure = await coming;
-      if (structure.length > 0) {
-        stop.abort();
-        await haproxy;
-        return finish({ ok: false, phase: 'structure', problems: structure, warnings: [] }, false);
-      }
-      const verdict = await haproxy;
-      return verdict ? finish(verdict, verdict.cached) : finish(aborted, false);
-    } finally {
-      signal?.removeEventListener('abort', onAbort);
-    }
-  }
+    const structure = checkStructure(rendered);
+    if (structure.length > 0) return finish({ ok: false, phase: 'structure', problems: structure, warnings: [] }, false);
 
-  /** haproxy -c on the render, one at a time (the queue); undefined when aborted while waiting for its turn. */
-  private async checkWithHaproxy(rendered: RenderedConfig, signal: AbortSignal | undefined): Promise<(Verdict & { cached: boolean }) | undefined> {
-    if (!(await this.queue.acquire(signal))) return undefined;
+    if (!(await this.queue.acquire(signal))) return finish(aborted, false);
     try {
       // An identical render may have been checked while this one waited.
       const late = this.lookup(rendered.hash);
-      if (late) return { ...late, cached: true };
+      if (late) return finish(late, true);
       const outcome = await runHaproxyCheck(rendered, { haproxyBin: this.haproxyBin, timeoutMs: this.timeoutMs, tmpDir: this.tmpDir, env: this.env, signal, runner: this.runner });
       const verdict = this.judge(outcome);
       // Only haproxy's own verdicts are facts about the render; the rest may differ next time.
       if (outcome.kind === 'exited') this.remember(rendered.hash, verdict);
-      return { ...verdict, cached: false };
+      return finish(verdict, false);
     } finally {
       this.queue.release();
     }

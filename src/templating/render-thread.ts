@@ -31,9 +31,7 @@ export type FromThread =
   | { type: 'ready' }
   | { type: 'failed'; message: string }
   /** `result.statuses` is sent empty: `statuses` says what changed since the last render sent (status-delta.ts). */
-  | { type: 'rendered'; id: number; result: RenderResult; statuses: StatusDelta | undefined; durationMs: number }
-  /** The structure check of a render sent (made after it was sent, so that haproxy -c need not wait); empty when it was superseded first. */
-  | { type: 'structure'; id: number; problems: ValidationProblem[] }
+  | { type: 'rendered'; id: number; result: RenderResult; statuses: StatusDelta | undefined; structure: ValidationProblem[]; durationMs: number }
   | { type: 'cancelled'; id: number };
 
 const SUPERSEDED = 'superseded by a newer render';
@@ -94,13 +92,10 @@ function main(): void {
       port.postMessage({ type: 'cancelled', id: running } satisfies FromThread);
       return;
     }
+    const structure = result.ok ? checkStructure(result.config) : [];
     const statuses = result.ok ? sent.delta(result.statuses) : undefined;
     const shipped: RenderResult = result.ok ? { ...result, statuses: [] } : result;
-    port.postMessage({ type: 'rendered', id: running, result: shipped, statuses, durationMs: performance.now() - started } satisfies FromThread);
-    if (!result.ok) return;
-    // A render superseded meanwhile is not checked: nothing will validate it.
-    const problems = Atomics.load(current, 0) === running ? checkStructure(result.config) : [];
-    port.postMessage({ type: 'structure', id: running, problems } satisfies FromThread);
+    port.postMessage({ type: 'rendered', id: running, result: shipped, statuses, structure, durationMs: performance.now() - started } satisfies FromThread);
   });
   port.postMessage({ type: 'ready' } satisfies FromThread);
 }

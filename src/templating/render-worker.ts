@@ -34,14 +34,7 @@ export interface RenderWorkerOptions {
 }
 
 /** `statusesDigest`: equal for renders that declared equal statuses (status-delta.ts). */
-/**
- * `structure`: the structure check of the render, which the thread makes after it has sent
- * the render; it resolves with no problems when the thread dies or is closed first.
- */
-export type WorkerRender =
-  | { ok: true; result: RenderResult; statusesDigest: string | undefined; structure: Promise<ValidationProblem[]>; durationMs: number }
-  | { ok: false; cancelled: true }
-  | { ok: false; cancelled: false; message: string };
+export type WorkerRender = { ok: true; result: RenderResult; statusesDigest: string | undefined; structure: ValidationProblem[]; durationMs: number } | { ok: false; cancelled: true } | { ok: false; cancelled: false; message: string };
 
 /**
  * Young generation of the worker, in MiB. A worker gets 192 by default, which a render
@@ -58,8 +51,6 @@ interface Live {
   ready: Promise<void>;
   /** Set when it stopped; renders then fail and the next one starts another. */
   dead: string | undefined;
-  /** The structure checks the thread owes, by render id. */
-  structures: Map<number, (problems: ValidationProblem[]) => void>;
 }
 
 export class RenderWorker {
@@ -166,19 +157,17 @@ export class RenderWorker {
     worker.unref();
     let ready!: () => void;
     let failed!: (err: Error) => void;
-    const live: Live = { worker, ready: new Promise<void>((resolve, reject) => ((ready = resolve), (failed = reject))), dead: undefined, structures: new Map() };
+    const live: Live = { worker, ready: new Promise<void>((resolve, reject) => ((ready = resolve), (failed = reject))), dead: undefined };
     const die = (why: string) => {
       if (live.dead !== undefined) return;
       live.dead = why;
       failed(new Error(why));
       if (this.live === live) this.needsFill = true;
-      // Whatever it was rendering will not come back, nor the structure checks it owed.
+      // Whatever it was rendering will not come back.
       for (const [id, resolve] of this.waiting) {
         this.waiting.delete(id);
         resolve({ ok: false, cancelled: false, message: why });
       }
-      for (const resolve of live.structures.values()) resolve([]);
-      live.structures.clear();
     };
     // What this thread sent of its statuses, put together again.
     const received = new StatusDeltaReceiver();
@@ -194,13 +183,7 @@ export class RenderWorker {
           // Every render the thread sent counts, awaited or not: the next one says what changed since it.
           const { result, statuses } = message;
           if (result.ok && statuses) result.statuses = received.take(statuses);
-          const structure = result.ok ? new Promise<ValidationProblem[]>((resolve) => live.structures.set(message.id, resolve)) : Promise.resolve([]);
-          return this.waiting.get(message.id)?.({ ok: true, result, statusesDigest: statuses?.digest, structure, durationMs: message.durationMs });
-        }
-        case 'structure': {
-          const resolve = live.structures.get(message.id);
-          live.structures.delete(message.id);
-          return resolve?.(message.problems);
+          return this.waiting.get(message.id)?.({ ok: true, result, statusesDigest: statuses?.digest, structure: message.structure, durationMs: message.durationMs });
         }
         case 'cancelled':
           return this.waiting.get(message.id)?.({ ok: false, cancelled: true });

@@ -8,9 +8,6 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, afterEach, before, beforeEach, describe, test } from 'node:test';
 import { promisify } from 'node:util';
-import { runChild } from '../../src/haproxy/child-run.ts';
-import type { ChildRunner } from '../../src/haproxy/child-run.ts';
-import { rememberStructure } from '../../src/haproxy/structure.ts';
 import { Validator, parseHaproxyOutput } from '../../src/haproxy/validate.ts';
 import type { ValidationResult } from '../../src/haproxy/validate.ts';
 import { sealRendered } from '../../src/templating/rendered.ts';
@@ -105,60 +102,6 @@ describe('Validator with haproxy -c', () => {
     assert.equal(problem!.line, lineOf(files.main, 'frobnicate'));
     assert.match(problem!.message, /unknown keyword 'frobnicate' in 'frontend' section/);
     assert.ok(!problem!.message.includes(checks), 'no temporary path in messages');
-  });
-
-  // The render thread checks a render's structure after it has sent it: haproxy -c starts meanwhile.
-  const pendingStructure = () => {
-    let settle!: (problems: { file: string; line?: number; message: string }[]) => void;
-    let fail!: (err: Error) => void;
-    const verdict = new Promise<{ file: string; line?: number; message: string }[]>((resolve, reject) => ((settle = resolve), (fail = reject)));
-    let started!: () => void;
-    const haproxyStarted = new Promise<void>((resolve) => (started = resolve));
-    const outcomes: string[] = [];
-    const runner: ChildRunner = async (request, signal) => {
-      started();
-      const outcome = await runChild(request, signal);
-      outcomes.push(outcome.kind);
-      return outcome;
-    };
-    return { verdict, settle, fail, haproxyStarted, outcomes, runner };
-  };
-
-  // Bounded: a validator that waited for the verdict before starting haproxy would wait for ever here.
-  test('runs haproxy -c while the structure verdict the render thread sends is on its way, and passes when both do', { timeout: 30_000 }, async () => {
-    const files = sealRendered(site());
-    const p = pendingStructure();
-    rememberStructure(files, p.verdict);
-    const result = new Validator({ haproxyBin: HAPROXY, tmpDir: checks, runner: p.runner }).validate(files);
-    await p.haproxyStarted;
-    p.settle([]);
-    assert.equal((await result).ok, true);
-    assert.deepEqual(p.outcomes, ['exited']);
-  });
-
-  test('a structure verdict with problems fails in phase one, and stops the haproxy -c begun beside it', { timeout: 30_000 }, async () => {
-    const files = sealRendered(site());
-    const p = pendingStructure();
-    rememberStructure(files, p.verdict);
-    const result = new Validator({ haproxyBin: HAPROXY, tmpDir: checks, runner: p.runner }).validate(files);
-    await p.haproxyStarted;
-    p.settle([{ file: 'haproxy.cfg', line: 3, message: 'no such thing' }]);
-    const refused = failure(await result);
-    assert.equal(refused.phase, 'structure');
-    assert.deepEqual(refused.problems, [{ file: 'haproxy.cfg', line: 3, message: 'no such thing' }]);
-    assert.equal(refused.cached, false);
-  });
-
-  test('a structure verdict that never comes (the render thread died) leaves the verdict to haproxy', { timeout: 30_000 }, async () => {
-    const files = sealRendered(site({}, ['  frobnicate now']));
-    const p = pendingStructure();
-    rememberStructure(files, p.verdict);
-    const result = new Validator({ haproxyBin: HAPROXY, tmpDir: checks, runner: p.runner }).validate(files);
-    await p.haproxyStarted;
-    p.fail(new Error('the render worker stopped'));
-    const refused = failure(await result);
-    assert.equal(refused.phase, 'haproxy');
-    assert.match(refused.problems[0]!.message, /unknown keyword 'frobnicate'/);
   });
 
   test('a map that the render lacks is caught by phase one, at the line that uses it', async () => {

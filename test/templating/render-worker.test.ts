@@ -55,26 +55,11 @@ describe('RenderWorker', () => {
       const inThread = renderTemplates(compiled({ main: MAIN }), { resources: { services: h.store }, values: h.values });
       assert.ok(inThread.ok);
       assert.equal(first.config.hash, inThread.config.hash);
-      assert.deepEqual((await first.structure).map((p) => p.message), ["default_backend 'be_missing' names no backend or listen section"]);
+      assert.deepEqual(first.structure.map((p) => p.message), ["default_backend 'be_missing' names no backend or listen section"]);
       h.apply({ type: 'delete', resource: 'services', object: service('ns', 'a', 8081) });
       const second = ok(await h.worker.render(h.stores));
       assert.doesNotMatch(second.config.main, /be_ns_a/);
       assert.match(second.config.main, /backend be_ns_b\n {2}server s1 127\.0\.0\.1:8082/);
-    } finally {
-      await h.worker.close();
-    }
-  });
-
-  it('owes no structure check once it stops: a check still on its way comes with no problems, and haproxy -c alone decides', { timeout: 20_000 }, async () => {
-    const h = harness(MAIN);
-    try {
-      h.apply({ type: 'upsert', resource: 'services', object: service('ns', 'a', 8081) });
-      const answer = await h.worker.render(h.stores);
-      assert.ok(answer.ok);
-      await h.worker.close();
-      const problems = await answer.structure;
-      // Either the check arrived before the stop (it finds the missing backend) or it never will (none).
-      assert.ok(problems.length === 0 || problems[0]!.message.includes('be_missing'), JSON.stringify(problems));
     } finally {
       await h.worker.close();
     }
