@@ -171,6 +171,10 @@ export function planDeployment(previous: RenderedConfig | undefined, next: Rende
 
   const sections = planSections(changed, prevConfig, nextConfig);
   reasons.push(...sections.reasons);
+  // A reload is certain already: how the changed maps would be updated at runtime, and
+  // why one could not be, is not worked out (at 10k backends, parsing and comparing the
+  // map files is most of a plan, and of the garbage it leaves).
+  if (reasons.length > 0) return { kind: 'reload', reasons, after: drainOps(nextConfig) };
 
   const mapOps: RuntimeOp[] = [];
   for (const name of Object.keys(next.maps).sort(compareStrings)) {

@@ -30,6 +30,7 @@ import { tokenize } from './config.ts';
 import { MAIN_FILE, checkStructure, fileNameProblem } from './structure.ts';
 import { errorMessage } from '../errors.ts';
 import { runChild, type ChildRunner } from './child-run.ts';
+import { nextTurn } from '../turns.ts';
 
 /**
  * Where a check ended: structure and haproxy are verdicts on the render; timeout,
@@ -302,6 +303,10 @@ export class Validator {
 
     const hit = this.lookup(rendered.hash);
     if (hit) return finish(hit, true);
+    // The check (writing a copy of every file, at 10k backends megabytes) starts on a turn of
+    // its own, not in one stretch with the render's bookkeeping in the turn it arrived.
+    await nextTurn();
+    if (signal?.aborted) return finish(aborted, false);
     const structure = checkStructure(rendered);
     if (structure.length > 0) return finish({ ok: false, phase: 'structure', problems: structure, warnings: [] }, false);
 

@@ -5,6 +5,7 @@ import type { KubeObject, ResourceChange } from '../k8s/resource.ts';
 import { objectKey, refOf } from '../k8s/resource.ts';
 import { FileVersions, type ScannedFile, folderHints, oneAtATime, scanFolder } from './folder-scan.ts';
 import { type CompiledWatch, MAX_OBJECT_BYTES, type ParsedDocuments, mib, parseManifestsInSlices } from './manifests.ts';
+import { nextTurn } from '../turns.ts';
 
 export interface FolderSourceOptions {
   dir: string;
@@ -75,7 +76,7 @@ export function folderSource(options: FolderSourceOptions): Observable<ResourceC
       let passed = 0;
       const pace = async () => {
         if (++passed < TURN_OBJECTS || performance.now() - since < SLICE_MS) return;
-        await new Promise((resolve) => setImmediate(resolve));
+        await nextTurn();
         since = performance.now();
         passed = 0;
       };

@@ -3,6 +3,7 @@ import { CORE_SCHEMA, YAMLException, loadAll } from 'js-yaml';
 import type { WatchedResource } from '../config/controller-config.ts';
 import type { KubeObject } from '../k8s/resource.ts';
 import { type Verdict, fieldSelector, labelSelector } from '../k8s/selector.ts';
+import { nextTurn } from '../turns.ts';
 
 export interface ManifestProblem {
   file: string;
@@ -61,7 +62,7 @@ export async function parseManifestsInSlices(file: string, text: string, maxObje
     const step = steps.next();
     if (step.done) return step.value;
     if (performance.now() - since >= sliceMs) {
-      await new Promise((resolve) => setImmediate(resolve));
+      await nextTurn();
       since = performance.now();
     }
   }

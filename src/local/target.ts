@@ -6,6 +6,7 @@ import { readdOps } from '../haproxy/server-readd.ts';
 import type { RenderedConfig } from '../templating/rendered.ts';
 import { HaproxyProcess, type HaproxyProcessOptions } from './haproxy-process.ts';
 import { writeStateFiles } from './state-files.ts';
+import { nextTurn } from '../turns.ts';
 
 const STILL_CONNECTED = /still has connections/i;
 const DELETE_RETRY_MS = 1_000;
@@ -93,6 +94,10 @@ export class LocalTarget {
 
   private async apply(config: RenderedConfig): Promise<InstanceOutcome> {
     if (!this.haproxy.running) return this.start(config);
+    // The plan (tens of ms for a new configuration at 10k backends) starts on a turn of its
+    // own, not in one stretch with what led here in the same turn (the fast path making
+    // the render its base): /healthz is answered in between.
+    await nextTurn();
     const plan = planDeployment(this.running, config);
     switch (plan.kind) {
       case 'none':

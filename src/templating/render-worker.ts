@@ -21,6 +21,7 @@ import type { ResourceView, StoreOptions } from '../k8s/store.ts';
 import type { RenderResult, TemplateSet } from './engine.ts';
 import type { FromThread, RenderThreadData, ToThread } from './render-thread.ts';
 import { StatusDeltaReceiver } from './status-delta.ts';
+import { nextTurn } from '../turns.ts';
 
 export interface RenderWorkerOptions {
   templates: TemplateSet;
@@ -215,7 +216,7 @@ export class RenderWorker {
         if (fill !== this.fills || live.dead !== undefined) return;
         const changes = objects.slice(i, i + slice).map((object): ResourceChange => ({ type: 'upsert', resource: name, object }));
         live.worker.postMessage({ type: 'changes', changes } satisfies ToThread);
-        await new Promise((resolve) => setImmediate(resolve));
+        await nextTurn();
       }
     }
     if (fill === this.fills) this.filling = undefined;

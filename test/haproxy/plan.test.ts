@@ -524,6 +524,16 @@ describe('planDeployment: reloads', () => {
   });
 });
 
+describe('planDeployment: a reload that is certain', () => {
+  it('does not work out how a changed map would be updated at runtime once a section calls for a reload', () => {
+    // An entry with no value cannot be set at runtime: alone, that is a reason of its own.
+    const prev = rendered();
+    const emptyValue = { 'hosts.map': 'a.example be_web\nb.example\n' };
+    assert.deepEqual(reloadReasons(planDeployment(prev, rendered({ maps: emptyValue }))), ['map hosts.map changed, but line 2 (key "b.example") has no value, which the runtime API cannot set']);
+    assert.deepEqual(reloadReasons(planDeployment(prev, rendered({ maps: emptyValue, extra: 'backend be_new\n    server s1 10.0.0.9:80' }))), ['backend be_new is new']);
+  });
+});
+
 describe('planDeployment: large configurations', () => {
   const big = (servers: (i: number) => string) => {
     const backends = Array.from({ length: 2_000 }, (_, i) => `backend be_${i}\n    balance roundrobin\n${servers(i)}\n`);
