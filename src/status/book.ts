@@ -46,6 +46,8 @@ export class StatusBook {
   private failure: Failure | undefined;
   /** What each key's composed status was made of, to tell which ones an event changed. */
   private readonly composedText = new Map<string, Composed>();
+  /** The declarations were replaced since the last recompose: keys may have gone. */
+  private latestKeysMayBeGone = false;
 
   /** Applies one controller event; returns the keys whose composed status changed. */
   apply(event: ControllerEvent): string[] {
@@ -69,6 +71,10 @@ export class StatusBook {
         const failed = event.results.filter((r) => !r.ok);
         if (event.results.length > 0 && failed.length === 0) {
           const declared = this.byHash.get(hash);
+          // Most deployments at 10k objects are the fast path's, of a configuration no render
+          // declared anything for: nothing a status is made of changed, and 10k keys are not gone through.
+          const unchanged = (declared === undefined || (this.live?.hash === hash && this.live.declared === declared)) && this.failure?.hash !== hash;
+          if (unchanged) return [];
           if (declared) this.live = { hash, declared };
           if (this.failure?.hash === hash) this.failure = undefined;
         } else if (hash === this.latestHash) {
@@ -119,6 +125,7 @@ export class StatusBook {
       declared.set(key, before !== undefined && before.text === text ? before : { status, text });
     }
     this.latest = declared;
+    this.latestKeysMayBeGone = true;
     this.latestHash = hash;
     this.byHash.delete(hash);
     this.byHash.set(hash, declared);
@@ -144,10 +151,14 @@ export class StatusBook {
       // Equal declarations have equal text: compared in place, not joined into one more string per key.
       if (before === undefined || before.gate !== gate || (before.held !== held && before.held.text !== held.text)) changed.push(key);
     }
-    for (const key of [...this.composedText.keys()]) {
-      if (!this.latest.has(key)) {
-        this.composedText.delete(key);
-        changed.push(key);
+    // Keys go only with a new render's declarations.
+    if (this.latestKeysMayBeGone) {
+      this.latestKeysMayBeGone = false;
+      for (const key of [...this.composedText.keys()]) {
+        if (!this.latest.has(key)) {
+          this.composedText.delete(key);
+          changed.push(key);
+        }
       }
     }
     return changed;

@@ -39,6 +39,19 @@ describe('StatusBook', () => {
     assert.deepEqual(book.apply(deployed('a')), [], 'the same again changes nothing');
   });
 
+  it('changes nothing on deployments of configurations no render declared for (the fast path\'s), and still takes the next render live', () => {
+    const book = new StatusBook();
+    book.apply(rendered('a', [gateway(1)]));
+    assert.deepEqual(book.apply(deployed('a')), ['Gateway shop/edge']);
+    assert.deepEqual(book.apply(deployed('fast-1')), []);
+    assert.equal(programmed(book)?.status, 'True', 'still live');
+    assert.deepEqual(book.apply(rendered('b', [gateway(2)])), ['Gateway shop/edge']);
+    assert.deepEqual(book.apply(deployed('fast-2')), []);
+    assert.equal(programmed(book)?.status, 'Unknown', 'generation 2 waits for its own configuration');
+    assert.deepEqual(book.apply(deployed('b')), ['Gateway shop/edge']);
+    assert.equal(programmed(book)?.status, 'True');
+  });
+
   it('tells changed keys apart whether a status comes again as the same object, as an equal copy, or changed', () => {
     const book = new StatusBook();
     const edge = gateway(1);
