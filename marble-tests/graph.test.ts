@@ -3,6 +3,7 @@ import { describe, it } from 'node:test';
 import { type Observable, defer, finalize, map, of, tap } from 'rxjs';
 import type { ControllerEvent, Endpoint, InstanceOutcome } from '../src/events.ts';
 import type { KubeObject, ResourceChange } from '../src/k8s/resource.ts';
+import type { ResourceView } from '../src/k8s/store.ts';
 import { sealRendered } from '../src/templating/rendered.ts';
 import { DEFAULT_SETTINGS } from '../src/config/controller-config.ts';
 import { type GraphDeps, type GraphSettings, graph } from '../streams/graph.ts';
@@ -52,6 +53,21 @@ const label = map((e: ControllerEvent): string => {
 
 type Cold = <T>(marbles: string, values?: Record<string, T>, error?: unknown) => Observable<T>;
 
+type Resources = ReadonlyMap<string, ResourceView>;
+
+/** The names of the Services the stores hold, joined: what the fake render writes. */
+const serviceNames = (resources: Resources) => resources.get('services')!.list().map((o) => o.metadata.name).join('+');
+
+/** A fake fast path plan: every change is one runtime operation, to a configuration whose text `main` makes of the stores. */
+const runtimePlan =
+  (main: (resources: Resources) => string): NonNullable<GraphDeps['fastPlan']> =>
+  ({ resources }) => ({
+    kind: 'runtime',
+    config: sealRendered({ main: main(resources), maps: {}, files: {}, certs: {} }),
+    ops: [{ kind: 'server-state', backend: 'be', server: 's', state: 'ready' }],
+    backends: ['be'],
+  });
+
 /** Fakes with fixed latencies: render 10 ms (lists the services it sees), validate 50 ms, deploy 20 ms. */
 function deps(
   cold: Cold,
@@ -63,7 +79,7 @@ function deps(
     changes$,
     endpoints$,
     render: ({ resources }) => {
-      const names = resources.get('services')!.list().map((s) => s.metadata.name).join('+');
+      const names = serviceNames(resources);
       return cold<RenderOutcome>('10ms (r|)', { r: { ok: true, config: sealRendered({ main: names, maps: {}, files: {}, certs: {} }) } });
     },
     validate: (config) => cold<ValidateOutcome>('50ms (r|)', { r: config.main.includes('bad') ? { ok: false, problems: [{ file: 'haproxy.cfg', message: 'bad' }] } : { ok: true } }),
@@ -219,12 +235,7 @@ describe('graph', () => {
         const changes = hot<ResourceChange>('s 999ms w', { s: synced('services'), w: upsert('services', 'web', '1') });
         const setup = deps(cold, changes, hot<readonly Endpoint[]>('x', { x: [endpoint('e1'), endpoint('e2')] }), { ...settings, watched: [{ name: 'services' }] });
         // The fake plan: the services the stores hold, as new server lines at runtime.
-        setup.deps.fastPlan = ({ resources }) => ({
-          kind: 'runtime',
-          config: sealRendered({ main: fastMain(resources.get('services')!.list().map((o) => o.metadata.name).join('+')), maps: {}, files: {}, certs: {} }),
-          ops: [{ kind: 'server-state', backend: 'be', server: 's', state: 'ready' }],
-          backends: ['be'],
-        });
+        setup.deps.fastPlan = runtimePlan((resources) => fastMain(serviceNames(resources)));
         return setup;
       }, 5_000);
       assert.deepEqual(timeline, [
@@ -255,12 +266,7 @@ describe('graph', () => {
     const timeline = run((cold, hot) => {
       const changes = hot<ResourceChange>('s 999ms w', { s: synced('services'), w: upsert('services', 'bad', '1') });
       const setup = deps(cold, changes, hot<readonly Endpoint[]>('x', { x: [endpoint('e1')] }), { ...settings, watched: [{ name: 'services' }] });
-      setup.deps.fastPlan = ({ resources }) => ({
-        kind: 'runtime',
-        config: sealRendered({ main: `fast:${resources.get('services')!.list().map((o) => o.metadata.name).join('+')}`, maps: {}, files: {}, certs: {} }),
-        ops: [{ kind: 'server-state', backend: 'be', server: 's', state: 'ready' }],
-        backends: ['be'],
-      });
+      setup.deps.fastPlan = runtimePlan((resources) => `fast:${serviceNames(resources)}`);
       setup.deps.deployTo = (e, d): Observable<InstanceOutcome> => {
         deployed.push(`${d.reason}:${d.config.main}`);
         return cold('20ms (r|)', { r: OK });
@@ -287,12 +293,7 @@ describe('graph', () => {
     const timeline = run((cold, hot) => {
       const changes = hot<ResourceChange>('s 999ms w', { s: synced('services'), w: upsert('services', 'bad', '1') });
       const setup = deps(cold, changes, hot<readonly Endpoint[]>('x', { x: [endpoint('e1'), endpoint('e2')] }), { ...settings, watched: [{ name: 'services' }], driftIntervalMs: 0 });
-      setup.deps.fastPlan = ({ resources }) => ({
-        kind: 'runtime',
-        config: sealRendered({ main: `fast:${resources.get('services')!.list().map((o) => o.metadata.name).join('+')}`, maps: {}, files: {}, certs: {} }),
-        ops: [{ kind: 'server-state', backend: 'be', server: 's', state: 'ready' }],
-        backends: ['be'],
-      });
+      setup.deps.fastPlan = runtimePlan((resources) => `fast:${serviceNames(resources)}`);
       let e2Fast = 0;
       setup.deps.deployTo = (e, d): Observable<InstanceOutcome> => {
         deployed.push(`${e.id}:${d.reason}:${d.config.main}`);
@@ -327,15 +328,10 @@ describe('graph', () => {
         for (const [i, c] of [...letters].entries()) values[c] = upsert('services', 'web', String(i + 1));
         const changes = hot<ResourceChange>(`s 999ms ${[...letters].join(' 599ms ')}`, values);
         const setup = deps(cold, changes, hot<readonly Endpoint[]>('x', { x: [endpoint('e1')] }), { ...settings, watched: [{ name: 'services' }] });
-        const version = (resources: ReadonlyMap<string, { list(): readonly { metadata: { resourceVersion?: string } }[] }>) => resources.get('services')!.list()[0]?.metadata.resourceVersion ?? '0';
+        const version = (resources: Resources) => resources.get('services')!.list()[0]?.metadata.resourceVersion ?? '0';
         setup.deps.render = ({ resources }) => cold<RenderOutcome>('3000ms (r|)', { r: { ok: true, config: sealRendered({ main: `v${version(resources)}`, maps: {}, files: {}, certs: {} }) } });
         if (fast) {
-          setup.deps.fastPlan = ({ resources }) => ({
-            kind: 'runtime',
-            config: sealRendered({ main: `fast:v${version(resources)}`, maps: {}, files: {}, certs: {} }),
-            ops: [{ kind: 'server-state', backend: 'be', server: 's', state: 'ready' }],
-            backends: ['be'],
-          });
+          setup.deps.fastPlan = runtimePlan((resources) => `fast:v${version(resources)}`);
         }
         return setup;
       }, 40_000);

@@ -155,7 +155,7 @@ export class LocalTarget {
         try {
           plan = planDeployment(undefined, config);
         } catch {
-          plan = undefined;
+          // Planned again after the start, where a failure counts.
         }
       });
     } catch (err) {

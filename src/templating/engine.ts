@@ -89,12 +89,12 @@ import { abortRender, describeValue } from './abort.ts';
 import { auxText, haproxyWord, isFileName } from './escape.ts';
 import { type Helpers, type RenderSession, type RenderWarning, createHelpers } from './helpers.ts';
 import { collectStatuses } from './status-declarations.ts';
-import { SystematicFaults } from './systematic-faults.ts';
+import { type Isolation, SystematicFaults } from './systematic-faults.ts';
 import type { ObjectStatus } from '../status/types.ts';
 import { ForbiddenConstruct, compileInRealm, rethrow } from './compile.ts';
 import { type LocatableTemplate, asFault, diagnoseCompileError, faultFrom, locateForbidden, locateThrow } from './locate.ts';
 import { compareCodeUnits, readOnly, resourceSets } from './readonly.ts';
-import type { Entered, ServerCache } from './server-cache.ts';
+import type { ServerCache } from './server-cache.ts';
 import { RenderTimeout, templateRealm } from './realm.ts';
 
 /** A render's fresh bookkeeping; `running` names the template being rendered, for errors. */
@@ -362,7 +362,7 @@ export function renderTemplates(templates: CompiledTemplates, input: RenderInput
           return `\u0000${pending.length - 1}\u0000`;
         }
         const effects = collected.effects;
-        const entered: Entered[] = [];
+        const entered: Isolation[] = [];
         if (cache) collected.faults.recording = entered;
         reading = new Set();
         let text: string;

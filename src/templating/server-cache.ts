@@ -1,19 +1,14 @@
 import type { KubeObject } from '../k8s/resource.ts';
 import type { ResourceView } from '../k8s/store.ts';
-
-/** An isolation an h.servers call made (h.isolate of each slice): replayed so the template-fault count stays whole. */
-export interface Entered {
-  template: string;
-  subject: unknown;
-  part: string | undefined;
-}
+import type { Isolation } from './systematic-faults.ts';
 
 /** What one h.servers call wrote, and what it read to write it. */
 export interface ServerCall {
   text: string;
   /** Read keys (`set \u0001 key`), as the fast path's index takes them. */
   reads: readonly string[];
-  entered: readonly Entered[];
+  /** The isolations it made (h.isolate of each slice): replayed, so that the template-fault count stays whole. */
+  entered: readonly Isolation[];
 }
 
 interface Kept extends ServerCall {

@@ -29,6 +29,13 @@ export interface Thrown {
   message: string;
 }
 
+/** One isolation as enter() counts it: where, of what, which part. */
+export interface Isolation {
+  template: string;
+  subject: unknown;
+  part: string | undefined;
+}
+
 interface Group {
   site: string;
   thrown: Thrown;
@@ -43,7 +50,7 @@ export class SystematicFaults {
   private readonly sites = new Map<string, { kind: string; objects: Set<unknown> }>();
   private readonly groups = new Map<string, Group>();
   /** While set, every isolation counted is also noted here (an h.servers call the next render may reuse). */
-  recording: { template: string; subject: unknown; part: string | undefined }[] | undefined;
+  recording: Isolation[] | undefined;
 
   /**
    * Counts an isolation of `subject` at its site and returns the site, or

@@ -9,18 +9,9 @@ import { renderTemplates } from '../../src/templating/engine.ts';
 import { type FastMapPlan, planFastPath } from '../../src/templating/fast-maps.ts';
 import { type RenderedConfig, sealRendered } from '../../src/templating/rendered.ts';
 import { shippedTemplates } from '../webhook/support.ts';
-import { mainThreadCluster } from './support.ts';
+import { mainThreadCluster, shopService as service, shopSlice as slice } from './support.ts';
 import { warmFastPath } from '../../src/templating/fast-maps.ts';
 
-const service = (i: number): KubeObject => ({ apiVersion: 'v1', kind: 'Service', metadata: { namespace: 'shop', name: `svc-${i}` }, spec: { ports: [{ name: 'http', port: 80 }] } });
-const slice = (i: number, ips: string[]): KubeObject => ({
-  apiVersion: 'discovery.k8s.io/v1',
-  kind: 'EndpointSlice',
-  metadata: { namespace: 'shop', name: `svc-${i}-abc`, labels: { 'kubernetes.io/service-name': `svc-${i}` } },
-  addressType: 'IPv4',
-  ports: [{ name: 'http', port: 8080 }],
-  endpoints: ips.map((ip) => ({ addresses: [ip], conditions: { ready: true } })),
-});
 const path = (p: string, svc: string, type = 'Prefix') => ({ path: p, pathType: type, backend: { service: { name: svc, port: { number: 80 } } } });
 const ingress = (name: string, host: unknown, paths: unknown[], extra: Record<string, unknown> = {}, at = '2026-01-01T00:00:00Z'): KubeObject => ({
   apiVersion: 'networking.k8s.io/v1',

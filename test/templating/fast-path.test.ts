@@ -3,30 +3,13 @@ import { before, describe, it } from 'node:test';
 import type { LoadedConfig } from '../../src/cli/load-config.ts';
 import type { ChangeRef } from '../../src/events.ts';
 import { planDeployment } from '../../src/haproxy/plan.ts';
-import type { KubeObject } from '../../src/k8s/resource.ts';
 import { Store } from '../../src/k8s/store.ts';
 import { renderTemplates } from '../../src/templating/engine.ts';
 import { type FastPlan, planFast, prepareFast } from '../../src/templating/fast-path.ts';
 import { type RenderedConfig, serverLines } from '../../src/templating/rendered.ts';
 import { changeRef } from '../../streams/trigger.ts';
 import { shippedTemplates } from '../webhook/support.ts';
-import { compiled, mainThreadCluster } from './support.ts';
-
-const service = (i: number): KubeObject => ({ apiVersion: 'v1', kind: 'Service', metadata: { namespace: 'shop', name: `svc-${i}` }, spec: { ports: [{ name: 'http', port: 80 }] } });
-const slice = (i: number, ips: string[], port = 8080): KubeObject => ({
-  apiVersion: 'discovery.k8s.io/v1',
-  kind: 'EndpointSlice',
-  metadata: { namespace: 'shop', name: `svc-${i}-abc`, labels: { 'kubernetes.io/service-name': `svc-${i}` } },
-  addressType: 'IPv4',
-  ports: [{ name: 'http', port }],
-  endpoints: ips.map((ip) => ({ addresses: [ip], conditions: { ready: true } })),
-});
-const ingress = (i: number): KubeObject => ({
-  apiVersion: 'networking.k8s.io/v1',
-  kind: 'Ingress',
-  metadata: { namespace: 'shop', name: `ing-${i}` },
-  spec: { rules: [{ host: `app-${i}.example.com`, http: { paths: [{ path: '/', pathType: 'Prefix', backend: { service: { name: `svc-${i}`, port: { number: 80 } } } }] } }] },
-});
+import { compiled, mainThreadCluster, shopIngress as ingress, shopService as service, shopSlice as slice } from './support.ts';
 
 /** The main thread's side, as the graph keeps it, and the fast path's plan on it. */
 function cluster(loaded: LoadedConfig) {

@@ -6,24 +6,7 @@ import { Store } from '../../src/k8s/store.ts';
 import { type RenderInput, type RenderResult, type TemplateSet, renderTemplates } from '../../src/templating/engine.ts';
 import { ServerCache } from '../../src/templating/server-cache.ts';
 import { shippedTemplates } from '../webhook/support.ts';
-import { compiled, mainThreadCluster } from './support.ts';
-
-const service = (i: number, portName = 'http'): KubeObject => ({ apiVersion: 'v1', kind: 'Service', metadata: { namespace: 'shop', name: `svc-${i}` }, spec: { ports: [{ name: portName, port: 80 }] } });
-const slice = (i: number, ips: unknown[], extra: Record<string, unknown> = {}): KubeObject => ({
-  apiVersion: 'discovery.k8s.io/v1',
-  kind: 'EndpointSlice',
-  metadata: { namespace: 'shop', name: `svc-${i}-abc`, labels: { 'kubernetes.io/service-name': `svc-${i}` } },
-  addressType: 'IPv4',
-  ports: [{ name: 'http', port: 8080 }],
-  endpoints: ips.map((ip) => ({ addresses: [ip], conditions: { ready: true } })),
-  ...extra,
-});
-const ingress = (i: number): KubeObject => ({
-  apiVersion: 'networking.k8s.io/v1',
-  kind: 'Ingress',
-  metadata: { namespace: 'shop', name: `ing-${i}` },
-  spec: { rules: [{ host: `app-${i}.example.com`, http: { paths: [{ path: '/', pathType: 'Prefix', backend: { service: { name: `svc-${i}`, port: { number: 80 } } } }] } }] },
-});
+import { compiled, mainThreadCluster, shopIngress as ingress, shopService as service, shopSlice as slice } from './support.ts';
 
 /** What a render says, whole: any difference between a render that reused lines and one that did not shows here. */
 const outcome = (result: RenderResult) => (result.ok ? { main: result.config.main, maps: result.config.maps, warnings: result.warnings, statuses: result.statuses } : { error: result.error });
@@ -63,7 +46,7 @@ describe('ServerCache (shipped templates)', () => {
     assert.equal(both('the bad address stays'), 19);
 
     // A slice of the wrong shape fails its isolation (a TypeError): it counts among the slices read at that line.
-    apply({ type: 'upsert', resource: 'endpointslices', object: slice(5, [], { endpoints: [{ addresses: 'oops' }] }) });
+    apply({ type: 'upsert', resource: 'endpointslices', object: { ...slice(5, []), endpoints: [{ addresses: 'oops' }] } });
     both('a slice of the wrong shape');
 
     apply({ type: 'upsert', resource: 'services', object: service(6, 'web') });

@@ -86,6 +86,33 @@ export function haproxyWords(line: string): string[] {
   return words;
 }
 
+/** Service svc-<i> in namespace shop, with port 80 named `portName`: the fast path tests' cluster, with shopSlice and shopIngress. */
+export function shopService(i: number, portName = 'http'): KubeObject {
+  return { apiVersion: 'v1', kind: 'Service', metadata: { namespace: 'shop', name: `svc-${i}` }, spec: { ports: [{ name: portName, port: 80 }] } };
+}
+
+/** The EndpointSlice of svc-<i>: each address a ready endpoint, on port `port` named http. */
+export function shopSlice(i: number, ips: readonly unknown[], port = 8080): KubeObject {
+  return {
+    apiVersion: 'discovery.k8s.io/v1',
+    kind: 'EndpointSlice',
+    metadata: { namespace: 'shop', name: `svc-${i}-abc`, labels: { 'kubernetes.io/service-name': `svc-${i}` } },
+    addressType: 'IPv4',
+    ports: [{ name: 'http', port }],
+    endpoints: ips.map((ip) => ({ addresses: [ip], conditions: { ready: true } })),
+  };
+}
+
+/** Ingress ing-<i>: app-<i>.example.com, every path to svc-<i> port 80. */
+export function shopIngress(i: number): KubeObject {
+  return {
+    apiVersion: 'networking.k8s.io/v1',
+    kind: 'Ingress',
+    metadata: { namespace: 'shop', name: `ing-${i}` },
+    spec: { rules: [{ host: `app-${i}.example.com`, http: { paths: [{ path: '/', pathType: 'Prefix', backend: { service: { name: `svc-${i}`, port: { number: 80 } } } }] } }] },
+  };
+}
+
 /**
  * The main thread's side of the fast path, as the graph keeps it: unsealed stores with
  * changes applied one by one, and the full render of them.
