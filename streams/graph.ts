@@ -1,6 +1,6 @@
 import { EMPTY, type Observable, type SchedulerLike, Subject, asyncScheduler, concatMap, connect, defer, filter, ignoreElements, map, merge, of, share, tap } from 'rxjs';
 import { type BackoffOptions, RETRY_BACKOFF } from '../src/backoff.ts';
-import type { ControllerConfig } from '../src/config/controller-config.ts';
+import { type ControllerConfig, DEFAULT_SETTINGS } from '../src/config/controller-config.ts';
 import type { ControllerEvent, Endpoint, InstanceOutcome, Deployment, Reconcile, ValidatedEvent } from '../src/events.ts';
 import type { ResourceChange } from '../src/k8s/resource.ts';
 import { type ResourceView, type StoreOptions, Store } from '../src/k8s/store.ts';
@@ -28,19 +28,10 @@ export interface WatchedSet extends StoreOptions {
   name: string;
 }
 
-/** The timings of the controller configuration, and the sets it watches. */
 /** The longest a full render waits for fast path deployments under way (see holdWhileFast). */
 const FAST_HOLD_MS = 500;
-/**
- * How long changes the fast path has applied may wait for a full render to finish
- * (renders of newer changes cancel it until then). Their render only confirms what
- * runs: under endpoint churn at 10k objects, each finished render costs the
- * controller's thread (its result, its check, its bookkeeping) and keeping them to one
- * every few seconds keeps that thread answering. Any other change keeps the debounce's
- * max wait.
- */
-const FAST_CONFIRM_WAIT_MS = 10_000;
 
+/** The timings of the controller configuration, and the sets it watches. */
 export interface GraphSettings extends Readonly<ControllerConfig['settings']> {
   watched: readonly WatchedSet[];
 }
@@ -133,7 +124,13 @@ export function graph(settings: GraphSettings, deps: GraphDeps): Observable<Cont
         const toRender$ = holdWhileFast(reconciles$, deployEvents, { maxHoldMs: FAST_HOLD_MS, scheduler });
         /** Reconciliations the fast path applied (until the render stage has seen them). */
         const fastTaken = new Set<number>();
-        const renderWait = (reconcile: Reconcile) => (fastTaken.delete(reconcile.seq) ? FAST_CONFIRM_WAIT_MS : settings.debounceMaxWaitMs);
+        // Changes the fast path applied wait for their full render up to the confirm wait (renders
+        // of newer changes cancel it until then), as that render only confirms what runs: under
+        // endpoint churn at 10k objects each finished render costs this thread (its result, its
+        // check, its bookkeeping), and one every few seconds keeps it answering. Any other change
+        // keeps the debounce's max wait.
+        const confirmWait = settings.confirmMaxWaitMs ?? DEFAULT_SETTINGS.confirmMaxWaitMs!;
+        const renderWait = (reconcile: Reconcile) => (fastTaken.delete(reconcile.seq) ? confirmWait : settings.debounceMaxWaitMs);
         const rendered$ = render(toRender$, verdicts, { render: (reconcile) => deps.render({ reconcile, resources: stores }), maxWaitMs: renderWait, scheduler }).pipe(
           stageName('render'),
           share(),

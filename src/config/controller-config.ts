@@ -93,6 +93,7 @@ export const CanarySettingsCodec = t.intersection([t.type({ checkFor: Duration }
 export const Settings = t.partial({
   debounce: Duration,
   debounceMaxWait: Duration,
+  confirmMaxWait: Duration,
   minDeployInterval: Duration,
   driftInterval: Duration,
   deployTimeout: Duration,
@@ -116,6 +117,11 @@ export interface ControllerConfig {
   settings: {
     debounceMs: number;
     debounceMaxWaitMs: number;
+    /**
+     * How long a change the fast path already applied may wait for the full render that
+     * confirms it. Optional so that graph settings built by hand need not carry it.
+     */
+    confirmMaxWaitMs?: number;
     minDeployIntervalMs: number;
     driftIntervalMs: number;
     deployTimeoutMs: number;
@@ -158,6 +164,7 @@ export interface HaproxyInstances {
 export const DEFAULT_SETTINGS: ControllerConfig['settings'] = {
   debounceMs: 500,
   debounceMaxWaitMs: 2_000,
+  confirmMaxWaitMs: 10_000,
   minDeployIntervalMs: 2_000,
   driftIntervalMs: 60_000,
   deployTimeoutMs: 30_000,
@@ -221,6 +228,7 @@ export function decodeControllerConfig(input: unknown): DecodeResult<ControllerC
       settings: {
         debounceMs: settings.debounce ?? DEFAULT_SETTINGS.debounceMs,
         debounceMaxWaitMs: settings.debounceMaxWait ?? DEFAULT_SETTINGS.debounceMaxWaitMs,
+        confirmMaxWaitMs: settings.confirmMaxWait ?? DEFAULT_SETTINGS.confirmMaxWaitMs!,
         minDeployIntervalMs: settings.minDeployInterval ?? DEFAULT_SETTINGS.minDeployIntervalMs,
         driftIntervalMs: settings.driftInterval ?? DEFAULT_SETTINGS.driftIntervalMs,
         deployTimeoutMs: settings.deployTimeout ?? DEFAULT_SETTINGS.deployTimeoutMs,

@@ -148,10 +148,13 @@ function parseHeader(line: string, file: string): Header {
 }
 
 const DURATIONS = ['debounceMs', 'debounceMaxWaitMs', 'minDeployIntervalMs', 'driftIntervalMs', 'deployTimeoutMs', 'maxParallel'] as const;
+/** Settings that recordings of older releases lack; the graph's default applies then. */
+const OPTIONAL_DURATIONS = ['confirmMaxWaitMs'] as const;
 
 function checkSettings(raw: unknown, fail: (message: string) => never): GraphSettings {
   if (!isRecord(raw)) return fail('settings: expected an object');
   for (const name of DURATIONS) if (!isCount(raw[name], MAX_T)) fail(`settings.${name}: expected a whole number from 0 to ${MAX_T}`);
+  for (const name of OPTIONAL_DURATIONS) if (raw[name] !== undefined && !isCount(raw[name], MAX_T)) fail(`settings.${name}: expected a whole number from 0 to ${MAX_T}`);
   const watched = raw.watched;
   if (!Array.isArray(watched) || watched.length === 0 || watched.length > 1000) fail('settings.watched: expected a list of 1 to 1000 watched sets');
   const sets = (watched as unknown[]).map((w, i) => {
@@ -168,6 +171,7 @@ function checkSettings(raw: unknown, fail: (message: string) => never): GraphSet
     fail('settings.canary: expected checkForMs and intervalMs (at least 1) in milliseconds');
   const settings: Record<string, unknown> = { watched: sets };
   for (const name of DURATIONS) settings[name] = raw[name];
+  for (const name of OPTIONAL_DURATIONS) if (raw[name] !== undefined) settings[name] = raw[name];
   if (canary !== undefined) settings.canary = canary;
   return settings as unknown as GraphSettings;
 }

@@ -12,16 +12,18 @@ describe('decodeControllerConfig', () => {
     assert.equal(result.value.settings.debounceMs, 500);
     assert.equal(result.value.settings.minDeployIntervalMs, 2000);
     assert.equal(result.value.settings.driftIntervalMs, 60000);
+    assert.equal(result.value.settings.confirmMaxWaitMs, 10000);
     assert.deepEqual(result.value.values, {});
   });
 
   it('reads durations as milliseconds or as strings with a unit', () => {
-    const result = decodeControllerConfig({ ...minimal, settings: { debounce: '250ms', minDeployInterval: '3s', driftInterval: '1.5m', deployTimeout: 1000, maxParallel: 4 } });
+    const result = decodeControllerConfig({ ...minimal, settings: { debounce: '250ms', minDeployInterval: '3s', driftInterval: '1.5m', deployTimeout: 1000, confirmMaxWait: '4s', maxParallel: 4 } });
     assert.ok(result.ok);
     assert.equal(result.value.settings.debounceMs, 250);
     assert.equal(result.value.settings.minDeployIntervalMs, 3000);
     assert.equal(result.value.settings.driftIntervalMs, 90000);
     assert.equal(result.value.settings.deployTimeoutMs, 1000);
+    assert.equal(result.value.settings.confirmMaxWaitMs, 4000);
     assert.equal(result.value.settings.maxParallel, 4);
   });
 

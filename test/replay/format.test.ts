@@ -56,6 +56,17 @@ describe('recording format', () => {
     assert.match(refused(withSettings({ watched: [] })), /^rec\.jsonl:1: settings\.watched/);
     assert.match(refused(withSettings({ watched: [{ name: 'x', indexBy: [1] }] })), /^rec\.jsonl:1: settings\.watched\[0\]\.indexBy/);
     assert.match(refused(withSettings({ canary: { checkForMs: 100, intervalMs: 0 } })), /^rec\.jsonl:1: settings\.canary/);
+    assert.match(refused(withSettings({ confirmMaxWaitMs: 1.5 })), /^rec\.jsonl:1: settings\.confirmMaxWaitMs: expected a whole number/);
+  });
+
+  it('keeps the confirm wait a recording was made with, and leaves it to the default in recordings without it', () => {
+    const header = JSON.parse(lines[0]!) as { settings: Record<string, unknown> };
+    const parsed = parseRecording([JSON.stringify({ ...header, settings: { ...header.settings, confirmMaxWaitMs: 4000 } }), ...lines.slice(1)].join('\n'), 'rec.jsonl');
+    assert.ok(parsed.ok);
+    assert.equal(parsed.recording.header.settings.confirmMaxWaitMs, 4000);
+    const committed = parseRecording(text, 'incident.jsonl');
+    assert.ok(committed.ok);
+    assert.equal('confirmMaxWaitMs' in committed.recording.header.settings, false);
   });
 
   it('refuses entries that are wrong, naming the line and the field', () => {
