@@ -346,6 +346,32 @@ describe('graph', () => {
     });
   }
 
+  it('starts a render that only confirms the fast path at most once per confirm wait: under churn the render thread is not kept busy with renders cancelled one after the other', () => {
+    const letters = 'abcdefghijklmnopqrtuvwyzABCDEFGHIJKLMNOPQRSTUVWXYZ'; // not s: the sync
+    const starts: number[] = [];
+    const timeline = run((cold, hot, now) => {
+      const values: Record<string, ResourceChange> = { s: synced('services') };
+      for (const [i, c] of [...letters].entries()) values[c] = upsert('services', 'web', String(i + 1));
+      const changes = hot<ResourceChange>(`s 999ms ${[...letters].join(' 599ms ')}`, values);
+      const setup = deps(cold, changes, hot<readonly Endpoint[]>('x', { x: [endpoint('e1')] }), { ...settings, watched: [{ name: 'services' }] });
+      const version = (resources: Resources) => resources.get('services')!.list()[0]?.metadata.resourceVersion ?? '0';
+      setup.deps.render = ({ resources }) => {
+        starts.push(now());
+        return cold<RenderOutcome>('3000ms (r|)', { r: { ok: true, config: sealRendered({ main: `v${version(resources)}`, maps: {}, files: {}, certs: {} }) } });
+      };
+      setup.deps.fastPlan = runtimePlan((resources) => `fast:v${version(resources)}`);
+      return setup;
+    }, 45_000);
+    // Until the sync's render has validated (3060), the fast path has no base: those changes render at
+    // once, latest wins, and the last of those renders ends at 10600. From then on the fast path
+    // applies every change, and a render that only confirms starts at most once per 10 s.
+    const confirming = starts.filter((t) => t >= 10_600);
+    const gaps = confirming.slice(1).map((t, i) => t - confirming[i]!);
+    assert.ok(confirming.length >= 3 && gaps.every((gap) => gap >= 10_000), `renders started at ${starts.join(', ')}`);
+    // After the churn, the last version is rendered.
+    assert.equal(timeline.filter(([, label]) => label.startsWith('R:')).at(-1)?.[1], `R:v${letters.length}`);
+  });
+
   it('renders and validates but deploys nothing until this replica leads, then deploys at once', () => {
     const timeline = run((cold, hot) => {
       const changes = hot<ResourceChange>('s', { s: synced('services') });

@@ -77,6 +77,8 @@ const all: Mutant[] = [
   { stage: 'graph: a change the fast path applied waits for its render no longer than others', file: 'streams/graph.ts', from: 'fastTaken.delete(reconcile.seq) ? confirmWait', to: 'fastTaken.delete(reconcile.seq) ? settings.debounceMaxWaitMs', test: 'marble-tests/graph.test.ts' },
   { stage: 'graph: the render that confirms a fast change waits without bound', file: 'src/config/controller-config.ts', from: 'confirmMaxWaitMs: 10_000,', to: 'confirmMaxWaitMs: 1e9,', test: 'marble-tests/graph.test.ts' },
   { stage: 'graph: the confirm wait ignores its setting', file: 'streams/graph.ts', from: 'settings.confirmMaxWaitMs ?? DEFAULT_SETTINGS', to: 'DEFAULT_SETTINGS', test: 'marble-tests/graph.test.ts' },
+  { stage: 'graph: renders that only confirm the fast path are not paced', file: 'streams/graph.ts', from: '(reconcile) => fastTaken.has(reconcile.seq),', to: '() => false,', test: 'marble-tests/graph.test.ts' },
+  { stage: 'confirm pace: held confirmations are dropped, not the newest sent', file: 'streams/confirm-pace.ts', from: '{ leading: true, trailing: true }', to: '{ leading: true, trailing: false }', test: 'marble-tests/confirm-pace.test.ts' },
   { stage: 'graph: fast path requests are not deployed', file: 'streams/graph.ts', from: "filter((r) => r.reason === 'fast'),", to: 'filter(() => false),', test: 'marble-tests/graph.test.ts' },
   { stage: 'controller: switchMap → mergeMap', file: 'streams/controller.ts', from: 'switchMap((d, index) =>', to: 'mutMergeMap((d, index) =>', test: 'marble-tests/controller.test.ts' },
   { stage: 'graph: deploy outcomes not fed back to the retries', file: 'streams/graph.ts', from: 'tap((event) => deployEvents.next(event)),', to: '', test: 'marble-tests/graph.test.ts' },

@@ -13,6 +13,7 @@ import { type FastPathOutcome, fastPath, fastRequests } from './fast-path.ts';
 import { deployRequests, desired, redeployOn } from './endpoints.ts';
 import { whileLeader } from './leadership.ts';
 import { stageName, supervise } from './operators/supervise.ts';
+import { paceConfirmations } from './confirm-pace.ts';
 import { holdWhileFast } from './render-hold.ts';
 import { type RenderOutcome, type Verdict, render, renderedOnly } from './render.ts';
 import { instanceRetries } from './retry.ts';
@@ -30,6 +31,8 @@ export interface WatchedSet extends StoreOptions {
 
 /** The longest a full render waits for fast path deployments under way (see holdWhileFast). */
 const FAST_HOLD_MS = 500;
+/** Fast path reconciliations remembered for the render stage (see fastTaken). */
+const FAST_TAKEN_KEPT = 64;
 
 /** The timings of the controller configuration, and the sets it watches. */
 export interface GraphSettings extends Readonly<ControllerConfig['settings']> {
@@ -82,6 +85,7 @@ export interface GraphDeps {
  *
  *   changes$ → stores → trigger (sync gate, adaptive debounce with max wait)
  *            → hold while a fast path deployment runs (at most 500 ms)  ◄─ deploy outcomes
+ *            → pace (a render that only confirms the fast path: one per confirm wait)
  *            → render (switchMap; unchanged output stops here)      ◄─ verdicts
  *            → validate (switchMap; a check that could not run is retried)
  *            → fast path gate (a valid config older than the fast path's servers stops)
@@ -120,16 +124,23 @@ export function graph(settings: GraphSettings, deps: GraphDeps): Observable<Cont
           settings.watched.map((w) => w.name),
           { debounceMs: settings.debounceMs, maxWaitMs: settings.debounceMaxWaitMs, scheduler },
         ).pipe(stageName('trigger'), share());
-        // The full render does not start while the fast path's runtime operations are on their way.
-        const toRender$ = holdWhileFast(reconciles$, deployEvents, { maxHoldMs: FAST_HOLD_MS, scheduler });
-        /** Reconciliations the fast path applied (until the render stage has seen them). */
+        /**
+         * Reconciliations the fast path applied, until the render stage has seen them: the newest
+         * few, as those the pace below drops never reach it.
+         */
         const fastTaken = new Set<number>();
-        // Changes the fast path applied wait for their full render up to the confirm wait (renders
-        // of newer changes cancel it until then), as that render only confirms what runs: under
-        // endpoint churn at 10k objects each finished render costs this thread (its result, its
-        // check, its bookkeeping), and one every few seconds keeps it answering. Any other change
-        // keeps the debounce's max wait.
+        // Changes the fast path applied wait for their full render up to the confirm wait, as that
+        // render only confirms what runs: under endpoint churn at 10k objects each render costs the
+        // render thread a core, and each finished one costs this thread (its result, its check, its
+        // bookkeeping). So at most one such render starts per confirm wait, and newer changes may
+        // cancel it until then. Any other change goes at once and keeps the debounce's max wait.
         const confirmWait = settings.confirmMaxWaitMs ?? DEFAULT_SETTINGS.confirmMaxWaitMs!;
+        // The full render does not start while the fast path's runtime operations are on their way.
+        const toRender$ = paceConfirmations(
+          holdWhileFast(reconciles$, deployEvents, { maxHoldMs: FAST_HOLD_MS, scheduler }),
+          (reconcile) => fastTaken.has(reconcile.seq),
+          { intervalMs: confirmWait, scheduler },
+        );
         const renderWait = (reconcile: Reconcile) => (fastTaken.delete(reconcile.seq) ? confirmWait : settings.debounceMaxWaitMs);
         const rendered$ = render(toRender$, verdicts, { render: (reconcile) => deps.render({ reconcile, resources: stores }), maxWaitMs: renderWait, scheduler }).pipe(
           stageName('render'),
@@ -147,7 +158,12 @@ export function graph(settings: GraphSettings, deps: GraphDeps): Observable<Cont
           scheduler,
         }).pipe(
           // The render stage takes a reconciliation at the end of the turn it came in (holdWhileFast): by then this has.
-          tap((event) => event.type === 'FastPathPlanned' && fastTaken.add(event.reconcile.seq)),
+          tap((event) => {
+            if (event.type !== 'FastPathPlanned') return;
+            fastTaken.add(event.reconcile.seq);
+            // Oldest first: the one the pace holds is among the newest.
+            if (fastTaken.size > FAST_TAKEN_KEPT) fastTaken.delete(fastTaken.values().next().value!);
+          }),
           stageName('fast path'),
           share(),
         );
