@@ -25,6 +25,8 @@ ENV NODE_ENV=production TMPDIR=/tmp
 # The V8 heap cap, as a share of the container's memory limit (Node.js reads the
 # cgroup limit; without one, of the machine's memory), for each of the two threads.
 ENV NODE_OPTIONS="--max-old-space-size-percentage=35 --max-semi-space-size=4"
+# Two glibc malloc arenas instead of one per allocating thread: less memory kept.
+ENV MALLOC_ARENA_MAX=2
 USER node
 EXPOSE 8080 9090
 ENTRYPOINT ["node", "dist/src/cli/main.js", "run"]

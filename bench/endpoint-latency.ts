@@ -120,7 +120,7 @@ for (const size of SIZES) {
     sets: { httpPort: port },
     healthPort,
     metricsPort,
-    env: { ...process.env, NODE_OPTIONS: cap.nodeOptions },
+    env: cap.env,
   });
   const body = async (host: string) => (await get(port, '/', host).catch(() => ({ body: '' }))).body.trim();
   try {

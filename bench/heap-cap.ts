@@ -1,16 +1,26 @@
 /**
- * The V8 heap cap the Kubernetes manifests give the controller: the container's memory
- * limit in k8s/base/deployment.yaml times the percentage its NODE_OPTIONS asks for
- * (`--max-old-space-size-percentage`, which Node.js applies to the cgroup limit). This
+ * The runtime the Kubernetes manifests give the controller: the V8 heap cap (the
+ * container's memory limit in k8s/base/deployment.yaml times the percentage its
+ * NODE_OPTIONS asks for, `--max-old-space-size-percentage`, which Node.js applies to the
+ * cgroup limit) and the container's other literal environment (MALLOC_ARENA_MAX). This
  * machine has no such limit, so the benchmarks pass the resulting size explicitly, with
- * the other options the manifests give; a HEAP_CAP_MIB in the environment overrides the size.
+ * the other options the manifests give; a HEAP_CAP_MIB in the environment overrides the
+ * size, and the benchmark's own environment overrides the rest.
  */
 import { readFile } from 'node:fs/promises';
 import { parse } from 'yaml';
 
 const QUANTITY: Readonly<Record<string, number>> = { Ki: 1 / 1024, Mi: 1, Gi: 1024 };
 
-export async function heapCap(): Promise<{ mib: number; source: string; nodeOptions: string }> {
+export interface ShippedRuntime {
+  mib: number;
+  source: string;
+  nodeOptions: string;
+  /** The environment to run haprx with: the container's, then this process's, then NODE_OPTIONS as above. */
+  env: NodeJS.ProcessEnv;
+}
+
+export async function heapCap(): Promise<ShippedRuntime> {
   const deployment = parse(await readFile(new URL('../k8s/base/deployment.yaml', import.meta.url), 'utf8')) as {
     spec: { template: { spec: { containers: { name: string; env?: { name: string; value?: string }[]; resources?: { limits?: { memory?: string } } }[] } } };
   };
@@ -24,5 +34,6 @@ export async function heapCap(): Promise<{ mib: number; source: string; nodeOpti
   const mib = override > 0 ? override : Math.floor((limitMib * Number(percentage[1])) / 100);
   // The shipped options, with the percentage turned into the size it gives in the container.
   const nodeOptions = `${shipped.replace(percentage[0], `--max-old-space-size=${mib}`)} ${process.env.NODE_OPTIONS ?? ''}`.trim();
-  return { mib, source: override > 0 ? 'HEAP_CAP_MIB' : `${percentage[1]}% of the ${limit[0]} limit`, nodeOptions };
+  const literal = Object.fromEntries((container?.env ?? []).flatMap((e) => (e.value !== undefined && e.name !== 'NODE_OPTIONS' ? [[e.name, e.value]] : [])));
+  return { mib, source: override > 0 ? 'HEAP_CAP_MIB' : `${percentage[1]}% of the ${limit[0]} limit`, nodeOptions, env: { ...literal, ...process.env, NODE_OPTIONS: nodeOptions } };
 }

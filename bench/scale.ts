@@ -84,7 +84,7 @@ async function measure(size: number): Promise<ScaleResult> {
     sets: { httpPort },
     healthPort,
     metricsPort,
-    env: { ...process.env, NODE_OPTIONS: cap.nodeOptions },
+    env: cap.env,
   });
 
   const metrics = async () => (await fetch(`http://127.0.0.1:${metricsPort}/metrics`)).text();

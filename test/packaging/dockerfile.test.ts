@@ -6,6 +6,7 @@
 import assert from 'node:assert/strict';
 import { readFile } from 'node:fs/promises';
 import { describe, it } from 'node:test';
+import { parse } from 'yaml';
 
 const ROOT = new URL('../..', import.meta.url).pathname;
 
@@ -55,6 +56,18 @@ describe('Dockerfile', () => {
     assert.match(env, /NODE_OPTIONS="?--max-old-space-size-percentage=\d+\b/);
     const [minor] = /^node:24\.(\d+)/.exec(final.from)!.slice(1).map(Number);
     assert.ok(minor! >= 6, `${final.from} has --max-old-space-size-percentage`);
+  });
+
+  it('gives the same runtime environment as the Deployment (heap options and malloc arenas), which the benchmarks measure with', async () => {
+    const final = (await stages()).at(-1)!;
+    const image = new Map([...final.instructions.filter((i) => i.op === 'ENV').map((i) => i.args).join(' ').matchAll(/(\w+)=("[^"]*"|\S+)/g)].map((m) => [m[1]!, m[2]!.replace(/^"|"$/g, '')]));
+    const deployment = parse(await readFile(`${ROOT}k8s/base/deployment.yaml`, 'utf8')) as { spec: { template: { spec: { containers: { name: string; env?: { name: string; value?: string }[] }[] } } } };
+    const env = deployment.spec.template.spec.containers.find((c) => c.name === 'haprx')!.env ?? [];
+    for (const name of ['NODE_OPTIONS', 'MALLOC_ARENA_MAX']) {
+      const value = env.find((e) => e.name === name)?.value;
+      assert.ok(value, `the Deployment sets ${name}`);
+      assert.equal(image.get(name), value, `the image's ${name} is the Deployment's`);
+    }
   });
 
   it('runs as a non-root user', async () => {
