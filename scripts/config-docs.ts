@@ -22,7 +22,7 @@ export const END = '<!-- config-reference:end -->';
 const MEANINGS: Record<string, string> = {
   'settings.debounce': 'quiet time that ends a burst of cluster changes',
   'settings.debounceMaxWait': 'no change waits longer than this, however long the churn',
-  'settings.confirmMaxWait': 'a change the fast path already applied at runtime waits up to this for the full render that confirms it, while newer changes keep coming; shorter confirms sooner, at the cost of more renders under churn',
+  'settings.confirmMaxWait': 'a change the fast path already applied at runtime is confirmed by a full render: such renders start at most once per this interval (the first at once), and newer changes may cancel one until it has waited this long; shorter confirms sooner, at the cost of more renders under churn',
   'settings.minDeployInterval': 'deployments start at least this far apart',
   'settings.driftInterval': 'with nothing deployed for this long, redeploy the last configuration; `0` turns it off',
   'settings.deployTimeout': 'per instance; then its deployment is aborted and reported failed',

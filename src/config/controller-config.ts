@@ -118,8 +118,9 @@ export interface ControllerConfig {
     debounceMs: number;
     debounceMaxWaitMs: number;
     /**
-     * How long a change the fast path already applied may wait for the full render that
-     * confirms it. Optional so that graph settings built by hand need not carry it.
+     * Renders that only confirm what the fast path already applied start at most once per
+     * this interval, and may be cancelled by newer changes until they waited this long.
+     * Optional so that graph settings built by hand need not carry it.
      */
     confirmMaxWaitMs?: number;
     minDeployIntervalMs: number;
