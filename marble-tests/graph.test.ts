@@ -372,6 +372,25 @@ describe('graph', () => {
     assert.equal(timeline.filter(([, label]) => label.startsWith('R:')).at(-1)?.[1], `R:v${letters.length}`);
   });
 
+  it('lets a change the fast path cannot take cancel a render that only confirms, rather than wait behind it', () => {
+    const starts: number[] = [];
+    const timeline = run((cold, hot, now) => {
+      // Synced at 0; web moves (the fast path takes it) at 5000; api, a new Service (it cannot), at 7500.
+      const changes = hot<ResourceChange>('s 4999ms w 2499ms a', { s: synced('services'), w: upsert('services', 'web', '2'), a: upsert('services', 'api', '1') });
+      const setup = deps(cold, changes, hot<readonly Endpoint[]>('x', { x: [endpoint('e1')] }), { ...settings, watched: [{ name: 'services' }] });
+      setup.deps.render = ({ resources }) => {
+        starts.push(now());
+        return cold<RenderOutcome>('3000ms (r|)', { r: { ok: true, config: sealRendered({ main: serviceNames(resources), maps: {}, files: {}, certs: {} }) } });
+      };
+      const fast = runtimePlan((resources) => `fast:${serviceNames(resources)}`);
+      setup.deps.fastPlan = (input) => (input.resources.get('services')!.first('default', 'api') ? { kind: 'unsupported', reason: 'a new backend' } : fast(input));
+      return setup;
+    }, 15_000);
+    // The confirming render starts at 5000 (after the fast deployment); api's at once at 7500, cancelling it.
+    assert.deepEqual(starts.filter((t) => t >= 5_000), [5_020, 7_500]);
+    assert.equal(timeline.filter(([, label]) => label.startsWith('R:')).at(-1)?.[0], 10_500);
+  });
+
   it('renders and validates but deploys nothing until this replica leads, then deploys at once', () => {
     const timeline = run((cold, hot) => {
       const changes = hot<ResourceChange>('s', { s: synced('services') });
