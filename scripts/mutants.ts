@@ -78,6 +78,7 @@ const all: Mutant[] = [
   { stage: 'graph: the render that confirms a fast change waits without bound', file: 'src/config/controller-config.ts', from: 'confirmMaxWaitMs: 10_000,', to: 'confirmMaxWaitMs: 1e9,', test: 'marble-tests/graph.test.ts' },
   { stage: 'graph: the confirm wait ignores its setting', file: 'streams/graph.ts', from: 'settings.confirmMaxWaitMs ?? DEFAULT_SETTINGS', to: 'DEFAULT_SETTINGS', test: 'marble-tests/graph.test.ts' },
   { stage: 'graph: renders that only confirm the fast path are not paced', file: 'streams/graph.ts', from: '(reconcile) => fastTaken.has(reconcile.seq),', to: '() => false,', test: 'marble-tests/graph.test.ts' },
+  { stage: 'graph: a paced confirmation starts its render during a fast deployment', file: 'streams/graph.ts', from: 'const toRender$ = hold(paceConfirmations(', to: 'const toRender$ = (paceConfirmations(', test: 'marble-tests/graph.test.ts' },
   { stage: 'confirm pace: held confirmations are dropped, not the newest sent', file: 'streams/confirm-pace.ts', from: '{ leading: true, trailing: true }', to: '{ leading: true, trailing: false }', test: 'marble-tests/confirm-pace.test.ts' },
   { stage: 'graph: fast path requests are not deployed', file: 'streams/graph.ts', from: "filter((r) => r.reason === 'fast'),", to: 'filter(() => false),', test: 'marble-tests/graph.test.ts' },
   { stage: 'controller: switchMap → mergeMap', file: 'streams/controller.ts', from: 'switchMap((d, index) =>', to: 'mutMergeMap((d, index) =>', test: 'marble-tests/controller.test.ts' },

@@ -135,12 +135,11 @@ export function graph(settings: GraphSettings, deps: GraphDeps): Observable<Cont
         // bookkeeping). So at most one such render starts per confirm wait, and newer changes may
         // cancel it until then. Any other change goes at once and keeps the debounce's max wait.
         const confirmWait = settings.confirmMaxWaitMs ?? DEFAULT_SETTINGS.confirmMaxWaitMs!;
-        // The full render does not start while the fast path's runtime operations are on their way.
-        const toRender$ = paceConfirmations(
-          holdWhileFast(reconciles$, deployEvents, { maxHoldMs: FAST_HOLD_MS, scheduler }),
-          (reconcile) => fastTaken.has(reconcile.seq),
-          { intervalMs: confirmWait, scheduler },
-        );
+        // The full render does not start while the fast path's runtime operations are on their way:
+        // neither as a change comes (by the end of its turn the fast path has taken it or not, which
+        // the pace asks), nor when the pace lets a held confirmation go.
+        const hold = (reconcile$: Observable<Reconcile>) => holdWhileFast(reconcile$, deployEvents, { maxHoldMs: FAST_HOLD_MS, scheduler });
+        const toRender$ = hold(paceConfirmations(hold(reconciles$), (reconcile) => fastTaken.has(reconcile.seq), { intervalMs: confirmWait, scheduler }));
         const renderWait = (reconcile: Reconcile) => (fastTaken.delete(reconcile.seq) ? confirmWait : settings.debounceMaxWaitMs);
         const rendered$ = render(toRender$, verdicts, { render: (reconcile) => deps.render({ reconcile, resources: stores }), maxWaitMs: renderWait, scheduler }).pipe(
           stageName('render'),
