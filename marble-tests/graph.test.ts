@@ -391,12 +391,13 @@ describe('graph', () => {
     assert.equal(timeline.filter(([, label]) => label.startsWith('R:')).at(-1)?.[0], 10_500);
   });
 
-  it('starts a paced confirmation held until the end of its interval only once the fast deployment then under way has ended', () => {
+  it('starts a held confirmation that the quiet lets go only once the fast deployment then under way has ended', () => {
     const starts: number[] = [];
     run((cold, hot, now) => {
-      // Synced at 0; web moves at 5000 (its confirmation renders at once), at 8000 (held until 15020, when
-      // the interval ends) and at 15010, whose fast deployment runs until 15030.
-      const changes = hot<ResourceChange>('s 4999ms a 2999ms b 7009ms c', { s: synced('services'), a: upsert('services', 'web', '2'), b: upsert('services', 'web', '3'), c: upsert('services', 'web', '4') });
+      // Synced at 0; web moves at 5000 (its confirmation renders at once), at 8000 (held once its fast
+      // deployment is over, at 8020: 10 s without another let it go at 18020) and at 18005, whose
+      // fast deployment runs until 18025.
+      const changes = hot<ResourceChange>('s 4999ms a 2999ms b 10004ms c', { s: synced('services'), a: upsert('services', 'web', '2'), b: upsert('services', 'web', '3'), c: upsert('services', 'web', '4') });
       const setup = deps(cold, changes, hot<readonly Endpoint[]>('x', { x: [endpoint('e1')] }), { ...settings, watched: [{ name: 'services' }] });
       const render = setup.deps.render;
       setup.deps.render = (input) => {
@@ -406,7 +407,7 @@ describe('graph', () => {
       setup.deps.fastPlan = runtimePlan((resources) => `fast:${resources.get('services')!.list()[0]?.metadata.resourceVersion}`);
       return setup;
     }, 20_000);
-    assert.deepEqual(starts.filter((t) => t >= 5_000 && t < 20_000), [5_020, 15_030]);
+    assert.deepEqual(starts.filter((t) => t >= 5_000 && t < 20_000), [5_020, 18_025]);
   });
 
   it('renders and validates but deploys nothing until this replica leads, then deploys at once', () => {
