@@ -27,6 +27,15 @@ describe('holdWhileFast', () => {
     });
   });
 
+  it('looks at once when asked to (a reconciliation held before): held while a fast deployment runs, through at once otherwise', () => {
+    marbles().run(({ hot, expectObservable }) => {
+      const reconciles$ = hot<Reconcile>('a 9ms b 99ms c', { a: reconcileNo(1), b: reconcileNo(2), c: reconcileNo(3) });
+      // A fast deployment runs from 5 to 40 ms.
+      const deploys$ = hot<ControllerEvent>('5ms s 34ms e', { s: started(7, 9), e: completed(7, 9) });
+      expectObservable(holdWhileFast(reconciles$, deploys$, { ...options, atTurnEnd: false }).pipe(seqs)).toBe('1 39ms 2 69ms 3');
+    });
+  });
+
   it('starts the render of a change the fast path took once its runtime deployment is over', () => {
     marbles().run(({ hot, expectObservable }) => {
       // The fast deployment of reconciliation 1 starts in the turn it arrives in, and ends 30 ms later.

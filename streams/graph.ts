@@ -138,8 +138,8 @@ export function graph(settings: GraphSettings, deps: GraphDeps): Observable<Cont
         // The full render does not start while the fast path's runtime operations are on their way:
         // neither as a change comes (by the end of its turn the fast path has taken it or not, which
         // the pace asks), nor when the pace lets a held confirmation go.
-        const hold = (reconcile$: Observable<Reconcile>) => holdWhileFast(reconcile$, deployEvents, { maxHoldMs: FAST_HOLD_MS, scheduler });
-        const toRender$ = hold(paceConfirmations(hold(reconciles$), (reconcile) => fastTaken.has(reconcile.seq), { intervalMs: confirmWait, scheduler }));
+        const hold = (reconcile$: Observable<Reconcile>, atTurnEnd: boolean) => holdWhileFast(reconcile$, deployEvents, { maxHoldMs: FAST_HOLD_MS, atTurnEnd, scheduler });
+        const toRender$ = hold(paceConfirmations(hold(reconciles$, true), (reconcile) => fastTaken.has(reconcile.seq), { intervalMs: confirmWait, scheduler }), false);
         const renderWait = (reconcile: Reconcile) => (fastTaken.delete(reconcile.seq) ? confirmWait : settings.debounceMaxWaitMs);
         const rendered$ = render(toRender$, verdicts, { render: (reconcile) => deps.render({ reconcile, resources: stores }), maxWaitMs: renderWait, scheduler }).pipe(
           stageName('render'),

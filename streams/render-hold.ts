@@ -4,6 +4,12 @@ import type { ControllerEvent, Reconcile } from '../src/events.ts';
 export interface RenderHoldOptions {
   /** The longest a reconciliation waits for fast path deployments before its render starts. */
   maxHoldMs: number;
+  /**
+   * Whether to look at the end of the turn a reconciliation came in (default), by when the
+   * fast path has sent off its own deployment; false looks at once (a reconciliation that
+   * has been held before, its own deployment long sent), and schedules nothing unless it holds.
+   */
+  atTurnEnd?: boolean;
   scheduler?: SchedulerLike;
 }
 
@@ -39,19 +45,18 @@ export function holdWhileFast(reconciles$: Observable<Reconcile>, deployEvents$:
     );
     const held$ = reconciles$.pipe(
       map((reconcile) => ({ reconcile, arrived: scheduler.now() })),
-      concatMap(({ reconcile, arrived }) =>
+      concatMap(({ reconcile, arrived }) => {
+        const held = () => {
+          if (idle()) return of(reconcile);
+          const left = Math.max(0, arrived + maxHoldMs - scheduler.now());
+          return race(ended$.pipe(filter(idle)), timer(left, scheduler)).pipe(
+            take(1),
+            map(() => reconcile),
+          );
+        };
         // At the end of this turn: by then the fast path has planned this reconciliation and sent it off.
-        timer(0, scheduler).pipe(
-          switchMap(() => {
-            if (idle()) return of(reconcile);
-            const left = Math.max(0, arrived + maxHoldMs - scheduler.now());
-            return race(ended$.pipe(filter(idle)), timer(left, scheduler)).pipe(
-              take(1),
-              map(() => reconcile),
-            );
-          }),
-        ),
-      ),
+        return options.atTurnEnd === false ? defer(held) : timer(0, scheduler).pipe(switchMap(held));
+      }),
     );
     return merge(tracked$, held$);
   });
