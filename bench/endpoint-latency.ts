@@ -24,7 +24,7 @@ import { get, startEcho } from '../test/support/echo-backend.ts';
 import { freePort } from '../test/support/ports.ts';
 import { type HealthFigures, startHealthProbe } from './health-probe.ts';
 import { haproxyReferences, type LocalRun, sleep, startLocal, tempDir, until, writeChunks } from './local-run.ts';
-import { heapCap } from './heap-cap.ts';
+import { shippedRuntime } from './shipped-runtime.ts';
 import { syntheticCluster } from './synthetic.ts';
 
 const SIZES = (process.env.SIZES ?? '1000,10000').split(',').map(Number);
@@ -98,7 +98,7 @@ function propagationFigures(before: Map<number, number>, after: Map<number, numb
 }
 
 const echoes = [await startEcho('blue'), await startEcho('green')];
-const cap = await heapCap();
+const cap = await shippedRuntime();
 const results: LatencyResult[] = [];
 let failed: unknown;
 

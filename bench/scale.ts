@@ -4,7 +4,7 @@
  * (one Service scaled from 1 to 200 endpoints among them) costs in deployments and
  * reloads, and how long /healthz took to answer in each phase (sampled every 20 ms
  * from a worker thread). Shipped templates, real haproxy, and the V8 heap cap the
- * Kubernetes manifests give the controller (heapCap in bench/heap-cap.ts).
+ * Kubernetes manifests give the controller (shippedRuntime in bench/shipped-runtime.ts).
  *
  *   npm run bench:scale     (SIZES=1000,10000 ENDPOINTS=5 CHURN_SECONDS=300 by default;
  *                            about 6 minutes per size)
@@ -15,7 +15,7 @@
 import { mkdir, readFile, readdir, writeFile } from 'node:fs/promises';
 import { loadavg } from 'node:os';
 import { freePort } from '../test/support/ports.ts';
-import { heapCap } from './heap-cap.ts';
+import { shippedRuntime } from './shipped-runtime.ts';
 import { type HealthFigures, startHealthProbe } from './health-probe.ts';
 import { type LocalRun, chunkFile, sleep, startLocal, tempDir, until, writeChunk, writeChunks } from './local-run.ts';
 import { endpointSlice, syntheticCluster } from './synthetic.ts';
@@ -63,7 +63,7 @@ export interface ScaleResult {
   loadAverage: string;
 }
 
-const cap = await heapCap();
+const cap = await shippedRuntime();
 
 async function measure(size: number): Promise<ScaleResult> {
   const tmp = await tempDir('haprx-scale-');

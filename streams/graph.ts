@@ -85,7 +85,8 @@ export interface GraphDeps {
  *
  *   changes$ → stores → trigger (sync gate, adaptive debounce with max wait)
  *            → hold while a fast path deployment runs (at most 500 ms)  ◄─ deploy outcomes
- *            → pace (a render that only confirms the fast path: one per confirm wait)
+ *            → pace (a render that only confirms the fast path: one per confirm wait),
+ *              then held as above if a fast deployment runs when the pace lets one go
  *            → render (switchMap; unchanged output stops here)      ◄─ verdicts
  *            → validate (switchMap; a check that could not run is retried)
  *            → fast path gate (a valid config older than the fast path's servers stops)

@@ -20,7 +20,7 @@ export interface ShippedRuntime {
   env: NodeJS.ProcessEnv;
 }
 
-export async function heapCap(): Promise<ShippedRuntime> {
+export async function shippedRuntime(): Promise<ShippedRuntime> {
   const deployment = parse(await readFile(new URL('../k8s/base/deployment.yaml', import.meta.url), 'utf8')) as {
     spec: { template: { spec: { containers: { name: string; env?: { name: string; value?: string }[]; resources?: { limits?: { memory?: string } } }[] } } };
   };
