@@ -18,7 +18,7 @@ import { mapEntry } from '../haproxy/map-file.ts';
 import { mapReferencesInText } from '../haproxy/plan-maps.ts';
 import { type KubeObject, objectKey } from '../k8s/resource.ts';
 import { renderObjectEntries } from './engine.ts';
-import { type FastPathInput, type FastPathSet, type FastPlan, planFast, shareIndex } from './fast-path.ts';
+import { type FastPathInput, type FastPathSet, type FastPlan, planFast, rehearseServerEdit, shareIndex } from './fast-path.ts';
 import type { DeclaredObject, MapDeclarations } from './map-entries.ts';
 import { type RenderedConfig, readKey, sealMaps } from './rendered.ts';
 
@@ -185,7 +185,9 @@ function withDeclarations(plan: FastPlan, base: RenderedConfig): FastPlan {
  * fast path takes on `base` (the first object the first server set reads, the first
  * object declared through h.mapEntries). Each plans as `none`, and nothing is kept, but
  * the code a plan runs is compiled and its caches are filled: the first real change
- * after a start does not pay for it (at 10k objects some 10 ms). Says what it tried.
+ * after a start does not pay for it (at 10k objects some 10 ms). Then it rehearses an
+ * edit of server lines, which a change of nothing does not reach (rehearseServerEdit).
+ * Says what it tried.
  */
 export function warmFastPath(base: RenderedConfig, input: MapFastInput): { change: string; plan: FastMapPlan['kind'] }[] {
   const changes: ChangeRef[] = [];
@@ -200,7 +202,10 @@ export function warmFastPath(base: RenderedConfig, input: MapFastInput): { chang
     const slash = declared.key.indexOf('/');
     changes.push(upsertOf(declared.set, slash < 0 ? undefined : declared.key.slice(0, slash), declared.key.slice(slash + 1)));
   }
-  return changes.map((change) => ({ change: describe(change), plan: planFastPath(base, [change], input).kind }));
+  const tried = changes.map((change) => ({ change: describe(change), plan: planFastPath(base, [change], input).kind }));
+  const rehearsed = rehearseServerEdit(base);
+  if (rehearsed) tried.push({ change: `a server line fewer in ${rehearsed.backend}, rehearsed`, plan: rehearsed.plan });
+  return tried;
 }
 
 function upsertOf(resource: string, namespace: string | undefined, name: string | undefined): ChangeRef {

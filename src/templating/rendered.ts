@@ -53,13 +53,18 @@ const firstSets = new WeakMap<ServerSets, Map<string, number>>();
 
 /** The index of the first server set a render recorded for a backend: the one serverLines() reads. */
 export function firstSetOf(serverSets: ServerSets, backend: string): number | undefined {
+  return firstSetsOf(serverSets).get(backend);
+}
+
+/** Each backend's first set, found once per recorded server sets (at 10k backends some 3 ms). */
+export function firstSetsOf(serverSets: ServerSets): ReadonlyMap<string, number> {
   let byBackend = firstSets.get(serverSets);
   if (!byBackend) {
     byBackend = new Map();
     for (const [i, s] of serverSets.sets.entries()) if (!byBackend.has(s.backend)) byBackend.set(s.backend, i);
     firstSets.set(serverSets, byBackend);
   }
-  return byBackend.get(backend);
+  return byBackend;
 }
 
 /** Sets moved in place (same backends, same order) keep what firstSetOf found. */

@@ -135,13 +135,14 @@ describe('map entries fast path (shipped templates)', () => {
     assert.deepEqual(c.fast(base, [moved]), { kind: 'unsupported', reason: 'Ingress shop/ing-2 changes or drops its prefix.map entry app-2.example.com/' });
   });
 
-  it('warms up on a new base by planning a change of one unchanged object of each kind it takes, which changes nothing', () => {
+  it('warms up on a new base by planning a change of one unchanged object of each kind it takes, which changes nothing, and by rehearsing a server line edit', () => {
     const c = cluster(loaded);
     const base = c.full();
     const tried = warmFastPath(base, { templates: loaded.templates, values: c.values, timeoutMs: 10_000, resources: c.stores });
     assert.deepEqual(tried, [
       { change: 'endpointslices shop/svc-0-abc', plan: 'none' },
       { change: 'ingresses shop/ing-0', plan: 'none' },
+      { change: 'a server line fewer in be_shop_svc-0_80, rehearsed', plan: 'runtime' },
     ]);
     // A real change planned after it is what it would have been.
     const plan = runtime(c.fast(base, [c.apply({ type: 'upsert', resource: 'ingresses', object: ingress('new', 'new.example.com', [path('/', 'svc-1')]) })]));

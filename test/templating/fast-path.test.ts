@@ -5,7 +5,8 @@ import type { ChangeRef } from '../../src/events.ts';
 import { planDeployment } from '../../src/haproxy/plan.ts';
 import { Store } from '../../src/k8s/store.ts';
 import { renderTemplates } from '../../src/templating/engine.ts';
-import { type FastPlan, planFast, prepareFast } from '../../src/templating/fast-path.ts';
+import { type FastPlan, planFast, prepareFast, rehearseServerEdit } from '../../src/templating/fast-path.ts';
+import { sealRendered } from '../../src/templating/rendered.ts';
 import { type RenderedConfig, serverLines } from '../../src/templating/rendered.ts';
 import { changeRef } from '../../streams/trigger.ts';
 import { shippedTemplates } from '../webhook/support.ts';
@@ -67,6 +68,33 @@ describe('planFast (shipped templates)', () => {
     const change = c.apply({ type: 'upsert', resource: 'endpointslices', object: slice(2, ['10.0.2.7']) });
     assert.equal(c.fast(otherLookups, [change]).kind, 'none');
     assert.equal(runtime(c.fast(agreeing, [change])).config.hash, c.full().hash);
+  });
+
+  it('rehearses the removal of a server line on a base and keeps nothing of it: the next real change plans as without it', () => {
+    const rehearsed = start();
+    const plain = start();
+    const base = rehearsed.full();
+    assert.deepEqual(rehearseServerEdit(base), { backend: 'be_shop_svc-0_80', plan: 'runtime' });
+    // The rehearsed edit is not the base's own: a real change is planned from the base as it is.
+    const change = (c: typeof rehearsed) => c.apply({ type: 'upsert', resource: 'endpointslices', object: slice(0, ['10.0.0.1', '10.0.0.9']) });
+    const after = runtime(rehearsed.fast(base, [change(rehearsed)]));
+    const without = runtime(plain.fast(plain.full(), [change(plain)]));
+    assert.equal(after.config.hash, without.config.hash);
+    assert.equal(after.config.hash, rehearsed.full().hash);
+    assert.deepEqual(after.ops, without.ops);
+    // Server lines kept in the new configuration: the rehearsed removal is not among them.
+    assert.match(serverLines(after.config, 'be_shop_svc-0_80') ?? '', /10\.0\.0\.1[\s\S]*10\.0\.0\.9/);
+  });
+
+  it('rehearses nothing where no server set writes a server line', () => {
+    assert.equal(rehearseServerEdit(sealRendered({ main: 'global\n', maps: {}, files: {}, certs: {} })), undefined);
+    // Sets that write only comments (a Service without endpoints) are passed over.
+    const c = cluster(loaded);
+    c.apply({ type: 'upsert', resource: 'services', object: service(0) });
+    c.apply({ type: 'upsert', resource: 'ingresses', object: ingress(0) });
+    const base = c.full();
+    assert.ok((base.serverSets?.sets.length ?? 0) > 0);
+    assert.equal(rehearseServerEdit(base), undefined);
   });
 
   it('turns an endpoint change into runtime operations and the very configuration a full render gives', () => {

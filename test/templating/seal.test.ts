@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { type MainEdit, type RenderedConfig, sealEdited, sealRendered } from '../../src/templating/rendered.ts';
+import { firstSetOf, firstSetsOf, type MainEdit, type RenderedConfig, type ServerSets, sealEdited, sealRendered, shareFirstSets } from '../../src/templating/rendered.ts';
 
 /** A configuration of `backends` backends (many hash pieces), with maps and a certificate beside it. */
 function base(backends: number): RenderedConfig {
@@ -87,5 +87,20 @@ describe('sealEdited', () => {
     assert.notEqual(a.hash, sealRendered({ main: 'global\n', maps: {}, files: { x: 'a' }, certs: {} }).hash);
     assert.notEqual(a.hash, sealRendered({ main: 'global\na', maps: { x: '' }, files: {}, certs: {} }).hash);
     assert.equal(a.hash, sealRendered({ main: 'global\n', maps: { x: 'a' }, files: {}, certs: {} }).hash);
+  });
+});
+
+describe('firstSetsOf', () => {
+  it("names each backend's first server set, is found once per recorded sets, and is passed on to sets moved in place", () => {
+    const set = (backend: string, start: number) => ({ backend, snippet: 'servers', args: '{}', start, end: start + 1, reads: [] });
+    const sets: ServerSets = { sets: [set('be_a', 0), set('be_b', 10), set('be_a', 20), set('be_c', 30)], reads: [] };
+    const found = firstSetsOf(sets);
+    assert.deepEqual([...found], [['be_a', 0], ['be_b', 1], ['be_c', 3]]);
+    assert.equal(firstSetsOf(sets), found);
+    assert.equal(firstSetOf(sets, 'be_c'), 3);
+    assert.equal(firstSetOf(sets, 'be_x'), undefined);
+    const moved: ServerSets = { sets: sets.sets.map((s) => ({ ...s, start: s.start + 5, end: s.end + 5 })), reads: [] };
+    shareFirstSets(sets, moved);
+    assert.equal(firstSetsOf(moved), found);
   });
 });
