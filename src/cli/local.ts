@@ -112,8 +112,9 @@ OTEL_EXPORTER_OTLP_TRACES_ENDPOINT) is set, e.g. Jaeger's http://127.0.0.1:4318.
     const target = new LocalTarget({
       bin: values['haproxy-bin'],
       stateDir,
-      onStep: (s) => log.debug({ step: s.kind }, obs.scrub(s.detail)),
-      onOutput: (line) => log.debug({ source: 'haproxy' }, obs.scrub(line)),
+      // haproxy prints a line per backend on a reload: at 10k, 30,000 lines, not worth scrubbing unless written.
+      onStep: (s) => log.isLevelEnabled('debug') && log.debug({ step: s.kind }, obs.scrub(s.detail)),
+      onOutput: (line) => log.isLevelEnabled('debug') && log.debug({ source: 'haproxy' }, obs.scrub(line)),
       onHealth: (health) => {
         obs.record(
           health.up

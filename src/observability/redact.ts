@@ -61,8 +61,25 @@ export function safeAddress(address: string): string {
 const MIN_SECRET = 8;
 const MAX_SECRETS = 20_000;
 
+/**
+ * Texts are searched for values by a rolling hash of MIN_SECRET characters, the length
+ * of the shortest value: one pass over the text finds every value that may start at a
+ * position, whatever the number of values. Held values at 10k TLS Secrets are some
+ * 20,000; looking for each in turn took 80 µs per log line, and haproxy prints 30,000
+ * lines on a reload at 10k backends.
+ */
+const HASH_BASE = 31;
+/** HASH_BASE to the power MIN_SECRET - 1, in 32 bits: what the character leaving the window weighs. */
+const HASH_TOP = Array.from({ length: MIN_SECRET - 1 }).reduce<number>((h) => Math.imul(h, HASH_BASE), 1);
+
+function windowHash(text: string, at: number): number {
+  let h = 0;
+  for (let i = at; i < at + MIN_SECRET; i++) h = (Math.imul(h, HASH_BASE) + text.charCodeAt(i)) | 0;
+  return h;
+}
+
 export interface SecretScrubberOptions {
-  /** At most this many values are held (each is searched for in every text); default 20,000. */
+  /** At most this many values are held; default 20,000. */
   maxValues?: number;
   /** Told once each time the limit is first reached: values beyond it are not blanked out. */
   onLimit?: (message: string) => void;
@@ -80,6 +97,8 @@ export interface SecretScrubberOptions {
 export class SecretScrubber {
   /** Value → how many owners hold it. */
   private readonly values = new Map<string, number>();
+  /** The held values by the hash of their first MIN_SECRET characters. */
+  private readonly byStart = new Map<number, string[]>();
   /** Owner → its values, and the generation (graph) that last taught them. */
   private readonly owners = new Map<string, { values: readonly string[]; generation: number }>();
   private readonly max: number;
@@ -121,6 +140,7 @@ export class SecretScrubber {
         continue;
       }
       this.values.set(value, (count ?? 0) + 1);
+      if (count === undefined) this.index(value);
       held.push(value);
     }
     this.owners.set(owner, { values: held, generation: this.generation });
@@ -159,8 +179,18 @@ export class SecretScrubber {
 
   scrub(text: string): string {
     if (this.values.size === 0 || text.length < MIN_SECRET) return text;
+    const found = new Set<string>();
+    let h = windowHash(text, 0);
+    for (let at = 0; ; at++) {
+      const starting = this.byStart.get(h);
+      if (starting) for (const value of starting) if (text.startsWith(value, at)) found.add(value);
+      if (at + MIN_SECRET >= text.length) break;
+      h = (Math.imul((h - Math.imul(text.charCodeAt(at), HASH_TOP)) | 0, HASH_BASE) + text.charCodeAt(at + MIN_SECRET)) | 0;
+    }
+    if (found.size === 0) return text;
+    // Longest first: a key goes whole, rather than line by line around what is left of it.
     let out = text;
-    for (const value of this.values.keys()) if (out.includes(value)) out = out.replaceAll(value, REDACTED);
+    for (const value of [...found].sort((a, b) => b.length - a.length)) if (out.includes(value)) out = out.replaceAll(value, REDACTED);
     return out;
   }
 
@@ -170,11 +200,27 @@ export class SecretScrubber {
     return JSON.parse(JSON.stringify(value, (_k, v: unknown) => (typeof v === 'string' ? this.scrub(v) : v))) as T;
   }
 
+  private index(value: string): void {
+    const h = windowHash(value, 0);
+    const starting = this.byStart.get(h);
+    if (starting) starting.push(value);
+    else this.byStart.set(h, [value]);
+  }
+
+  private unindex(value: string): void {
+    const h = windowHash(value, 0);
+    const starting = this.byStart.get(h)?.filter((v) => v !== value);
+    if (starting && starting.length > 0) this.byStart.set(h, starting);
+    else this.byStart.delete(h);
+  }
+
   private release(values: readonly string[]): void {
     for (const value of values) {
       const count = (this.values.get(value) ?? 1) - 1;
-      if (count <= 0) this.values.delete(value);
-      else this.values.set(value, count);
+      if (count <= 0) {
+        this.values.delete(value);
+        this.unindex(value);
+      } else this.values.set(value, count);
     }
     if (this.values.size < this.max) {
       this.atLimit = false;

@@ -61,6 +61,23 @@ describe('redaction', () => {
     assert.deepEqual(scrubber.scrubDeep({ a: ['x hunter2-hunter2'] }), { a: ['x [redacted]'] });
   });
 
+  it('finds a value wherever it stands, among many held values that begin alike, and blanks a key out whole before its lines', () => {
+    const scrubber = new SecretScrubber();
+    const secret = (name: string, password: string) => ({ kind: 'Secret', metadata: { name, namespace: 'apps' }, stringData: { password } });
+    // Ten values with the same first eight characters, and many others.
+    for (let i = 0; i < 10; i++) scrubber.learn(secret(`alike-${i}`, `same-start-${i}-tail`));
+    for (let i = 0; i < 2_000; i++) scrubber.learn(secret(`other-${i}`, `other-value-${i}`));
+    assert.equal(scrubber.scrub('same-start-7-tail'), '[redacted]', 'the whole text');
+    assert.equal(scrubber.scrub('same-start-3-tail at the start'), '[redacted] at the start');
+    assert.equal(scrubber.scrub('at the end same-start-9-tail'), 'at the end [redacted]');
+    assert.equal(scrubber.scrub('x same-start-0-tail y same-start-0-tail z other-value-1999.'), 'x [redacted] y [redacted] z [redacted].');
+    assert.equal(scrubber.scrub('same-start-10-tail same-start- same-star'), 'same-start-10-tail same-start- same-star', 'near misses stay');
+    assert.equal(scrubber.scrub('other-value-12345'), '[redacted]5', 'the longest value that starts there, other-value-1234');
+    // The key, and each line of its body, are values: the key goes as one.
+    scrubber.learn({ kind: 'Secret', metadata: { name: 'tls' }, data: { 'tls.key': b64(KEY) } });
+    assert.equal(scrubber.scrub(`key: ${KEY.trim()}.`), 'key: [redacted].');
+  });
+
   it('holds what the watched Secrets hold now: a changed or deleted Secret takes its old values along, a shared value stays', () => {
     const scrubber = new SecretScrubber();
     const secret = (name: string, password: string) => ({ kind: 'Secret', metadata: { name, namespace: 'apps' }, stringData: { password } });
