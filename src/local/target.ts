@@ -11,6 +11,8 @@ import { nextTurn } from '../turns.ts';
 const STILL_CONNECTED = /still has connections/i;
 const DELETE_RETRY_MS = 1_000;
 const DELETE_ATTEMPTS = 120;
+/** Fast plans with more runtime operations than this are applied on a turn of their own. */
+const TURN_OVER_OPS = 32;
 
 export interface LocalTargetOptions extends Omit<HaproxyProcessOptions, 'onExit'> {
   /** Told about each step, for logs. */
@@ -134,6 +136,10 @@ export class LocalTarget {
       return { ok: true, reloaded: false, runtimeOps: 0 };
     }
     if (plan.kind === 'reload') return { ok: false, reloaded: false, runtimeOps: 0, error: `fast path: ${plan.reasons[0] ?? 'needs a reload'}; left to the full deployment` };
+    // Many commands (a burst at 10k: 1,000 of them, some 50 ms to build and send) start on a
+    // turn of their own, not in one stretch with the plan that led here: /healthz is
+    // answered in between. One change's few go at once.
+    if (plan.ops.length > TURN_OVER_OPS) await nextTurn();
     const failure = await this.runtime(plan.ops);
     // What failed stays for the full deployment, which plans from what ran before.
     if (failure !== undefined) return { ok: false, reloaded: false, runtimeOps: 0, error: `fast path: ${failure}` };

@@ -129,6 +129,31 @@ describe('LocalTarget (real haproxy)', () => {
     assert.equal(target.current, next);
   });
 
+  it('sends the runtime commands of a large fast plan on a turn of their own, those of a small one at once', async () => {
+    const running = target.current!;
+    const next = config(port, { be_a: [echo.a1!.port, echo.a2!.port], be_b: [echo.b1!.port] }, { 'a.test': 'be_a', 'alias.test': 'be_a', 'b.test': 'be_b', 'c.test': 'be_b' });
+    // Setting a server's address to what it is: harmless, as often as wanted.
+    const same = { kind: 'server-addr' as const, backend: 'be_a', server: `s${echo.a1!.port}`, host: '127.0.0.1', port: echo.a1!.port };
+    const order: string[] = [];
+    const send = target.haproxy.runtime.bind(target.haproxy);
+    target.haproxy.runtime = (command: string) => {
+      order.push('command');
+      return send(command);
+    };
+    try {
+      setImmediate(() => order.push('turn'));
+      assert.equal((await target.deploy(next, { from: running.hash, ops: Array.from({ length: 100 }, () => same) })).ok, true);
+      assert.equal(order[0], 'turn', 'what waited for the event loop went first');
+      order.length = 0;
+      const again = config(port, { be_a: [echo.a1!.port, echo.a2!.port], be_b: [echo.b1!.port] }, { 'a.test': 'be_a', 'alias.test': 'be_a', 'b.test': 'be_b' });
+      setImmediate(() => order.push('turn'));
+      assert.equal((await target.deploy(again, { from: next.hash, ops: [same] })).ok, true);
+      assert.equal(order[0], 'command', 'one command goes without waiting a turn');
+    } finally {
+      target.haproxy.runtime = send;
+    }
+  });
+
   it('does nothing for the configuration already running', async () => {
     const before = await reloads();
     assert.deepEqual(await target.deploy(target.current!), { ok: true, reloaded: false, runtimeOps: 0 });
