@@ -1,4 +1,5 @@
 import type { KubeObject } from '../k8s/resource.ts';
+import { HeldValues, MIN_LENGTH } from './held-values.ts';
 
 export const REDACTED = '[redacted]';
 
@@ -58,28 +59,11 @@ export function safeAddress(address: string): string {
   }
 }
 
-const MIN_SECRET = 8;
-const MAX_SECRETS = 20_000;
-
-/**
- * Texts are searched for values by a rolling hash of MIN_SECRET characters, the length
- * of the shortest value: one pass over the text finds every value that may start at a
- * position, whatever the number of values. Held values at 10k TLS Secrets are some
- * 20,000; looking for each in turn took 80 µs per log line, and haproxy prints 30,000
- * lines on a reload at 10k backends.
- */
-const HASH_BASE = 31;
-/** HASH_BASE to the power MIN_SECRET - 1, in 32 bits: what the character leaving the window weighs. */
-const HASH_TOP = Array.from({ length: MIN_SECRET - 1 }).reduce<number>((h) => Math.imul(h, HASH_BASE), 1);
-
-function windowHash(text: string, at: number): number {
-  let h = 0;
-  for (let i = at; i < at + MIN_SECRET; i++) h = (Math.imul(h, HASH_BASE) + text.charCodeAt(i)) | 0;
-  return h;
-}
+/** Values held at most by default: some 14k TLS Secrets with 2048-bit keys, under 40 MiB. */
+const MAX_SECRETS = 400_000;
 
 export interface SecretScrubberOptions {
-  /** At most this many values are held; default 20,000. */
+  /** At most this many values are held; default 400,000. */
   maxValues?: number;
   /** Told once each time the limit is first reached: values beyond it are not blanked out. */
   onLimit?: (message: string) => void;
@@ -92,15 +76,14 @@ export interface SecretScrubberOptions {
  *
  * Values are held per Secret (its owner: the watched set and the object's key), so a
  * Secret that changes or goes away takes its old values with it; what is held is
- * what the watched Secrets hold now, not everything they ever held.
+ * what the watched Secrets hold now, not everything they ever held. They are held as
+ * hashes (held-values.ts), so a text is searched in one pass whatever their number,
+ * and a value costs the same few dozen bytes whatever its length.
  */
 export class SecretScrubber {
-  /** Value → how many owners hold it. */
-  private readonly values = new Map<string, number>();
-  /** The held values by the hash of their first MIN_SECRET characters. */
-  private readonly byStart = new Map<number, string[]>();
-  /** Owner → its values, and the generation (graph) that last taught them. */
-  private readonly owners = new Map<string, { values: readonly string[]; generation: number }>();
+  private readonly values = new HeldValues();
+  /** Owner → the values it holds, and the generation (graph) that last taught them. */
+  private readonly owners = new Map<string, { values: Int32Array; generation: number }>();
   private readonly max: number;
   private readonly onLimit: ((message: string) => void) | undefined;
   private generation = 0;
@@ -126,24 +109,32 @@ export class SecretScrubber {
       if (entries === null || typeof entries !== 'object') continue;
       for (const raw of Object.values(entries as Record<string, unknown>)) {
         if (typeof raw !== 'string') continue;
+        if (field === 'stringData') {
+          valuesOf(raw, found);
+          continue;
+        }
+        const decoded = Buffer.from(raw, 'base64').toString('utf8');
+        // A field that holds certificates and nothing else is public, in base64 too.
+        if (onlyCertificates(decoded)) continue;
         valuesOf(raw, found);
-        if (field === 'data') valuesOf(Buffer.from(raw, 'base64').toString('utf8'), found);
+        valuesOf(decoded, found);
       }
     }
     const previous = this.owners.get(owner);
     if (previous) this.release(previous.values);
-    const held: string[] = [];
+    const held: number[] = [];
     for (const value of found) {
-      const count = this.values.get(value);
-      if (count === undefined && this.values.size >= this.max) {
+      const id = this.values.add(value);
+      if (id < 0) continue;
+      // A value new to the table past the limit goes again; one held already costs nothing more.
+      if (this.values.size > this.max) {
+        this.values.release(id);
         this.skipped++;
         continue;
       }
-      this.values.set(value, (count ?? 0) + 1);
-      if (count === undefined) this.index(value);
-      held.push(value);
+      held.push(id);
     }
-    this.owners.set(owner, { values: held, generation: this.generation });
+    this.owners.set(owner, { values: Int32Array.from(held), generation: this.generation });
     if (this.skipped > 0 && !this.atLimit) {
       this.atLimit = true;
       this.onLimit?.(`the Secret scrubber holds its limit of ${this.max} values: values of further watched Secrets are not blanked out of logs and traces`);
@@ -173,25 +164,21 @@ export class SecretScrubber {
     this.generation++;
   }
 
+  /** Values held, each once however many Secrets hold it. */
   get size(): number {
     return this.values.size;
   }
 
   scrub(text: string): string {
-    if (this.values.size === 0 || text.length < MIN_SECRET) return text;
-    const found = new Set<string>();
-    let h = windowHash(text, 0);
-    for (let at = 0; ; at++) {
-      const starting = this.byStart.get(h);
-      if (starting) for (const value of starting) if (text.startsWith(value, at)) found.add(value);
-      if (at + MIN_SECRET >= text.length) break;
-      h = (Math.imul((h - Math.imul(text.charCodeAt(at), HASH_TOP)) | 0, HASH_BASE) + text.charCodeAt(at + MIN_SECRET)) | 0;
+    const stretches = this.values.find(text);
+    if (stretches.length === 0) return text;
+    let out = '';
+    let from = 0;
+    for (const [start, end] of stretches) {
+      out += text.slice(from, start) + REDACTED;
+      from = end;
     }
-    if (found.size === 0) return text;
-    // Longest first: a key goes whole, rather than line by line around what is left of it.
-    let out = text;
-    for (const value of [...found].sort((a, b) => b.length - a.length)) if (out.includes(value)) out = out.replaceAll(value, REDACTED);
-    return out;
+    return out + text.slice(from);
   }
 
   /** The same, through every string of a JSON-like value. */
@@ -200,28 +187,8 @@ export class SecretScrubber {
     return JSON.parse(JSON.stringify(value, (_k, v: unknown) => (typeof v === 'string' ? this.scrub(v) : v))) as T;
   }
 
-  private index(value: string): void {
-    const h = windowHash(value, 0);
-    const starting = this.byStart.get(h);
-    if (starting) starting.push(value);
-    else this.byStart.set(h, [value]);
-  }
-
-  private unindex(value: string): void {
-    const h = windowHash(value, 0);
-    const starting = this.byStart.get(h)?.filter((v) => v !== value);
-    if (starting && starting.length > 0) this.byStart.set(h, starting);
-    else this.byStart.delete(h);
-  }
-
-  private release(values: readonly string[]): void {
-    for (const value of values) {
-      const count = (this.values.get(value) ?? 1) - 1;
-      if (count <= 0) {
-        this.values.delete(value);
-        this.unindex(value);
-      } else this.values.set(value, count);
-    }
+  private release(values: Int32Array): void {
+    for (const id of values) this.values.release(id);
     if (this.values.size < this.max) {
       this.atLimit = false;
       this.skipped = 0;
@@ -229,11 +196,16 @@ export class SecretScrubber {
   }
 }
 
+/** Whether a text is PEM certificates and nothing else. */
+function onlyCertificates(text: string): boolean {
+  return text.includes('-----BEGIN CERTIFICATE-----') && text.replace(PEM_CERT, '').trim() === '';
+}
+
 /** The values worth blanking out of one Secret field. */
 function valuesOf(value: string, into: Set<string>): void {
   // Certificates are public, and showing them helps; a key beside them is still learned.
   const trimmed = value.replace(PEM_CERT, '\n').trim();
-  if (trimmed.length >= MIN_SECRET) into.add(trimmed);
+  if (trimmed.length >= MIN_LENGTH) into.add(trimmed);
   // A line of a multi-line secret (a PEM body) can turn up on its own in a message.
   if (trimmed.includes('\n')) for (const line of trimmed.split('\n')) if (line.trim().length >= 16 && !line.startsWith('-----')) into.add(line.trim());
 }

@@ -98,6 +98,23 @@ describe('redaction', () => {
     assert.equal(scrubber.size, 1, 'churn leaves nothing behind');
   });
 
+  it('holds every value of 10k TLS Secrets: the last one learned is blanked out, key and lines; certificates, base64 too, stay', () => {
+    const scrubber = new SecretScrubber({ onLimit: (m) => assert.fail(m) });
+    const pem = (kind: string, seed: number, lines: number) => `-----BEGIN ${kind}-----\n${Array.from({ length: lines }, (_, i) => b64(`${kind}-${seed}-${i}-`.padEnd(48, 'x'))).join('\n')}\n-----END ${kind}-----\n`;
+    for (let i = 0; i < 10_000; i++) {
+      scrubber.learn({ kind: 'Secret', metadata: { name: `tls-${i}`, namespace: `ns-${i % 50}` }, data: { 'tls.crt': b64(pem('CERTIFICATE', i, 18)), 'tls.key': b64(pem('PRIVATE KEY', i, 26)) } });
+    }
+    // Per Secret: the key in base64 and decoded, and the 26 lines of its body.
+    assert.equal(scrubber.size, 10_000 * 28);
+    const key = pem('PRIVATE KEY', 9_999, 26);
+    assert.equal(scrubber.scrub(`said: ${key.trim()}`), 'said: [redacted]');
+    assert.equal(scrubber.scrub(`raw ${b64(key)} end`), 'raw [redacted] end');
+    assert.equal(scrubber.scrub(`line ${key.split('\n')[7]} end`), 'line [redacted] end');
+    const cert = pem('CERTIFICATE', 9_999, 18);
+    assert.equal(scrubber.scrub(cert), cert);
+    assert.equal(scrubber.scrub(b64(cert)), b64(cert));
+  });
+
   it('says so when it reaches its limit, instead of silently learning nothing more, and learns again once there is room', () => {
     const notices: string[] = [];
     const scrubber = new SecretScrubber({ maxValues: 3, onLimit: (m) => notices.push(m) });
