@@ -61,11 +61,22 @@ export function safeAddress(address: string): string {
 
 /** Values held at most by default: some 14k TLS Secrets with 2048-bit keys, under 40 MiB. */
 const MAX_SECRETS = 400_000;
+/**
+ * Values one Secret may have held: a 4096-bit key is some 50 lines. A Secret of a
+ * megabyte of short lines would otherwise take a sixth of the limit, and a few such
+ * Secrets all of it, leaving the others' values unguarded.
+ */
+const MAX_PER_SECRET = 1_024;
 
 export interface SecretScrubberOptions {
   /** At most this many values are held; default 400,000. */
   maxValues?: number;
-  /** Told once each time the limit is first reached: values beyond it are not blanked out. */
+  /** At most this many of one Secret, its whole values first; default 1,024. */
+  maxPerSecret?: number;
+  /**
+   * Told once each time a limit is first reached, the scrubber's or a Secret's (naming
+   * it): values beyond it are not blanked out.
+   */
   onLimit?: (message: string) => void;
 }
 
@@ -85,6 +96,9 @@ export class SecretScrubber {
   /** Owner → the values it holds, and the generation (graph) that last taught them. */
   private readonly owners = new Map<string, { values: Int32Array; generation: number }>();
   private readonly max: number;
+  private readonly maxPerSecret: number;
+  /** Owners told about for holding more than maxPerSecret values, until they hold fewer. */
+  private readonly capped = new Set<string>();
   private readonly onLimit: ((message: string) => void) | undefined;
   private generation = 0;
   private atLimit = false;
@@ -93,6 +107,7 @@ export class SecretScrubber {
 
   constructor(options: SecretScrubberOptions = {}) {
     this.max = options.maxValues ?? MAX_SECRETS;
+    this.maxPerSecret = options.maxPerSecret ?? MAX_PER_SECRET;
     this.onLimit = options.onLimit;
   }
 
@@ -103,27 +118,34 @@ export class SecretScrubber {
    */
   learn(object: KubeObject, owner = `${object.metadata.namespace ?? ''}/${object.metadata.name}`): void {
     if (object.kind !== 'Secret') return;
-    const found = new Set<string>();
+    const wholes = new Set<string>();
+    const lines = new Set<string>();
     for (const field of ['data', 'stringData'] as const) {
       const entries = object[field];
       if (entries === null || typeof entries !== 'object') continue;
       for (const raw of Object.values(entries as Record<string, unknown>)) {
         if (typeof raw !== 'string') continue;
         if (field === 'stringData') {
-          valuesOf(raw, found);
+          valuesOf(raw, wholes, lines);
           continue;
         }
         const decoded = Buffer.from(raw, 'base64').toString('utf8');
         // A field that holds certificates and nothing else is public, in base64 too.
         if (onlyCertificates(decoded)) continue;
-        valuesOf(raw, found);
-        valuesOf(decoded, found);
+        valuesOf(raw, wholes, lines);
+        valuesOf(decoded, wholes, lines);
       }
+    }
+    const found = [...new Set([...wholes, ...lines])];
+    if (found.length <= this.maxPerSecret) this.capped.delete(owner);
+    else if (!this.capped.has(owner)) {
+      this.capped.add(owner);
+      this.onLimit?.(`Secret ${owner} has ${found.length} values to blank out of logs and traces, more than the ${this.maxPerSecret} one Secret may have held: the first ${this.maxPerSecret} are, whole values before the lines of multi-line ones`);
     }
     const previous = this.owners.get(owner);
     if (previous) this.release(previous.values);
     const held: number[] = [];
-    for (const value of found) {
+    for (const value of found.slice(0, this.maxPerSecret)) {
       const id = this.values.add(value);
       if (id < 0) continue;
       // A value new to the table past the limit goes again; one held already costs nothing more.
@@ -146,6 +168,7 @@ export class SecretScrubber {
     const previous = this.owners.get(owner);
     if (!previous) return;
     this.owners.delete(owner);
+    this.capped.delete(owner);
     this.release(previous.values);
   }
 
@@ -201,11 +224,11 @@ function onlyCertificates(text: string): boolean {
   return text.includes('-----BEGIN CERTIFICATE-----') && text.replace(PEM_CERT, '').trim() === '';
 }
 
-/** The values worth blanking out of one Secret field. */
-function valuesOf(value: string, into: Set<string>): void {
+/** The values worth blanking out of one Secret field: the whole value, and the lines of a multi-line one. */
+function valuesOf(value: string, wholes: Set<string>, lines: Set<string>): void {
   // Certificates are public, and showing them helps; a key beside them is still learned.
   const trimmed = value.replace(PEM_CERT, '\n').trim();
-  if (trimmed.length >= MIN_LENGTH) into.add(trimmed);
+  if (trimmed.length >= MIN_LENGTH) wholes.add(trimmed);
   // A line of a multi-line secret (a PEM body) can turn up on its own in a message.
-  if (trimmed.includes('\n')) for (const line of trimmed.split('\n')) if (line.trim().length >= 16 && !line.startsWith('-----')) into.add(line.trim());
+  if (trimmed.includes('\n')) for (const line of trimmed.split('\n')) if (line.trim().length >= 16 && !line.startsWith('-----')) lines.add(line.trim());
 }

@@ -115,6 +115,30 @@ describe('redaction', () => {
     assert.equal(scrubber.scrub(b64(cert)), b64(cert));
   });
 
+  it('holds at most maxPerSecret values of one Secret, whole values first, and names a Secret past it once: a huge one leaves room for the others', () => {
+    const notices: string[] = [];
+    const scrubber = new SecretScrubber({ maxValues: 3_000, onLimit: (m) => notices.push(m) });
+    const lines = Array.from({ length: 5_000 }, (_, i) => `line-of-a-huge-secret-${i}`).join('\n');
+    const huge = { kind: 'Secret', metadata: { name: 'huge', namespace: 'apps' }, stringData: { a: lines, token: 'token-of-the-huge-one' } };
+    scrubber.learn(huge);
+    assert.equal(scrubber.size, 1_024);
+    assert.deepEqual(notices, ['Secret apps/huge has 5002 values to blank out of logs and traces, more than the 1024 one Secret may have held: the first 1024 are, whole values before the lines of multi-line ones']);
+    assert.equal(scrubber.scrub('token-of-the-huge-one'), '[redacted]', 'a whole value goes before any line');
+    assert.equal(scrubber.scrub(`x ${lines} y`), 'x [redacted] y');
+    scrubber.learn(huge);
+    assert.equal(notices.length, 1, 'told once while it stays that large');
+    for (let i = 0; i < 100; i++) scrubber.learn({ kind: 'Secret', metadata: { name: `s${i}`, namespace: 'apps' }, stringData: { password: `password-number-${i}` } });
+    assert.equal(scrubber.scrub('password-number-99'), '[redacted]', 'the others are held');
+    assert.equal(notices.length, 1, 'and the scrubber is not at its limit');
+    // Told again once it has been small, or gone, in between.
+    scrubber.learn({ ...huge, stringData: { token: 'token-of-the-huge-one' } });
+    scrubber.learn(huge);
+    assert.equal(notices.length, 2);
+    scrubber.forget('apps/huge');
+    scrubber.learn(huge);
+    assert.equal(notices.length, 3);
+  });
+
   it('says so when it reaches its limit, instead of silently learning nothing more, and learns again once there is room', () => {
     const notices: string[] = [];
     const scrubber = new SecretScrubber({ maxValues: 3, onLimit: (m) => notices.push(m) });
