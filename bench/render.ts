@@ -3,6 +3,9 @@
  * Ingresses, and `haproxy -c` on the same output.
  *
  *   npm run bench:render          (SIZES=100,1000,10000 ENDPOINTS=5 RUNS=3 by default)
+ *
+ * TLS=1 gives every Ingress its own certificate (a TLS Secret, EC P-256, made with
+ * openssl on the first run and kept in the temporary directory).
  */
 import { mkdir, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
@@ -10,18 +13,19 @@ import { runHaproxyCheck } from '../src/haproxy/validate.ts';
 import { Store } from '../src/k8s/store.ts';
 import { renderTemplates } from '../src/templating/engine.ts';
 import { ServerCache } from '../src/templating/server-cache.ts';
-import { shippedTemplates, syntheticCluster } from './synthetic.ts';
+import { shippedTemplates, syntheticCluster, tlsPairs } from './synthetic.ts';
 
 const SIZES = (process.env.SIZES ?? '100,1000,10000').split(',').map(Number);
 const ENDPOINTS = Number(process.env.ENDPOINTS ?? 5);
 const RUNS = Number(process.env.RUNS ?? 3);
+const TLS = process.env.TLS === '1';
 const root = new URL('..', import.meta.url).pathname;
 
 const { config, templates } = await shippedTemplates();
 
 const rows: Record<string, unknown>[] = [];
 for (const n of SIZES) {
-  const cluster = syntheticCluster({ ingresses: n, endpointsPerService: ENDPOINTS, tlsSecrets: 0 });
+  const cluster = syntheticCluster({ ingresses: n, endpointsPerService: ENDPOINTS, tlsSecrets: TLS ? n : 0, ...(TLS && { tls: await tlsPairs(n) }) });
   const stores = new Map(config.watch.map((w) => [w.name, new Store(w.name, w)]));
   const fillStart = performance.now();
   for (const [name, objects] of Object.entries(cluster)) {
@@ -65,6 +69,8 @@ for (const n of SIZES) {
   rows.push({
     ingresses: n,
     endpoints: n * ENDPOINTS,
+    'TLS Secrets': cluster.secrets.length,
+    'certificate files': Object.keys(rendered!.certs).length,
     'config lines': rendered!.main.split('\n').length,
     'store fill ms': Math.round(fillMs),
     [`render ms (median of ${RUNS})`]: Math.round(renderMs),

@@ -1,4 +1,4 @@
-import { X509Certificate, createHash, createPrivateKey } from 'node:crypto';
+import { X509Certificate, createHash, createPrivateKey, hash } from 'node:crypto';
 import { isIPv4, isIPv6 } from 'node:net';
 import type { ObjectRef, RenderWarning } from '../events.ts';
 import { type AuxKind, auxPath } from './rendered.ts';
@@ -684,15 +684,34 @@ function tlsBundle(certificate: unknown, key: unknown): string | undefined {
   const keys = pemBlocks(key);
   if (!certs || !keys || certs.length === 0 || keys.length !== 1) return undefined;
   if (!certs.every((b) => b.label === 'CERTIFICATE') || !KEY_LABELS.has(keys[0]!.label)) return undefined;
+  const bundle = certs.map((b) => b.pem).join('') + keys[0]!.pem;
+  const digest = hash('sha256', bundle, 'base64');
+  let usable = checkedBundles.get(digest);
+  if (usable === undefined) {
+    usable = isUsableBundle(certs, keys[0]!);
+    if (checkedBundles.size >= CHECKED_BUNDLES_KEPT) checkedBundles.delete(checkedBundles.keys().next().value!);
+    checkedBundles.set(digest, usable);
+  }
+  return usable ? bundle : undefined;
+}
+
+/**
+ * Whether each bundle checked so far was usable, by the digest of its canonical text:
+ * parsing the certificates and the key and matching them took 50–90 µs a Secret, in
+ * every render (a second of each render at 10k TLS Ingresses), for Secrets that
+ * rarely change. The oldest go first past the limit, a few MiB.
+ */
+const checkedBundles = new Map<string, boolean>();
+const CHECKED_BUNDLES_KEPT = 50_000;
+
+function isUsableBundle(certs: readonly { pem: string }[], key: { pem: string }): boolean {
   try {
     const leaf = new X509Certificate(certs[0]!.pem);
     for (const c of certs.slice(1)) new X509Certificate(c.pem);
-    const privateKey = createPrivateKey(keys[0]!.pem);
-    if (!leaf.checkPrivateKey(privateKey)) return undefined;
+    return leaf.checkPrivateKey(createPrivateKey(key.pem));
   } catch {
-    return undefined;
+    return false;
   }
-  return certs.map((b) => b.pem).join('') + keys[0]!.pem;
 }
 
 function caBundle(certificates: unknown): string | undefined {

@@ -329,6 +329,15 @@ describe('helpers', () => {
       assert.equal(h.tlsBundle(a.crt, rsa), undefined);
       assert.equal(h.tlsBundle(undefined, a.key), undefined);
     });
+
+    it('answers the same when asked again, in any order: what it remembers of a pair is that pair', () => {
+      const first = [h.tlsBundle(a.crt, b.key), h.tlsBundle(b.crt, b.key), h.tlsBundle(a.crt, a.key), h.tlsBundle(b.crt, a.key)];
+      const again = [h.tlsBundle(b.crt, a.key), h.tlsBundle(a.crt, a.key), h.tlsBundle(b.crt, b.key), h.tlsBundle(a.crt, b.key)].reverse();
+      assert.deepEqual(again, first);
+      assert.deepEqual(first.map((x) => x !== undefined), [false, true, true, false]);
+      // Written differently, the same pair: one canonical bundle.
+      assert.equal(h.tlsBundle(a.crt.replaceAll('\n', '\r\n'), a.key), first[2]);
+    });
   });
 
   it('caBundle keeps CA certificates that parse, canonically, and refuses anything else', () => {
