@@ -346,6 +346,28 @@ describe('graph', () => {
     });
   }
 
+  it('deploys under sustained churn when a check takes longer than the time between renders: checks are cancelled for no more than the maximum wait', () => {
+    const letters = 'abcdefghijklmnopqrtuvwyzABCDEFGHIJKLMNOPQRSTUVWXYZ'; // not s: the sync
+    const timeline = run((cold, hot) => {
+      // A new version of one Service every 600 ms from 1000 to 30400, each rendered in 100 ms; each
+      // check takes 3 s (haproxy -c at 10k certificates takes seconds), so every check would be
+      // cancelled by the next render.
+      const values: Record<string, ResourceChange> = { s: synced('services') };
+      for (const [i, c] of [...letters].entries()) values[c] = upsert('services', 'web', String(i + 1));
+      const changes = hot<ResourceChange>(`s 999ms ${[...letters].join(' 599ms ')}`, values);
+      const setup = deps(cold, changes, hot<readonly Endpoint[]>('x', { x: [endpoint('e1')] }), { ...settings, watched: [{ name: 'services' }] });
+      const version = (resources: Resources) => resources.get('services')!.list()[0]?.metadata.resourceVersion ?? '0';
+      setup.deps.render = ({ resources }) => cold<RenderOutcome>('100ms (r|)', { r: { ok: true, config: sealRendered({ main: `v${version(resources)}`, maps: {}, files: {}, certs: {} }) } });
+      setup.deps.validate = () => cold<ValidateOutcome>('3000ms (r|)', { r: { ok: true } });
+      return setup;
+    }, 40_000);
+    const deployed = timeline.filter(([t, l]) => l.startsWith('D') && t <= 30_400).map(([t]) => t);
+    const gaps = deployed.slice(1).map((t, i) => t - deployed[i]!);
+    // A check's 3 s, the maximum wait (2 s), and a render and a trigger interval before the check that finishes began.
+    assert.ok(deployed.length >= 4, `deployments during the churn began at ${deployed.join(', ')}`);
+    assert.ok(Math.max(...gaps) <= 3_000 + 2_000 + 100 + 600, `deployments began at ${deployed.join(', ')}`);
+  });
+
   it('starts a render that only confirms the fast path at most once per confirm wait: under churn the render thread is not kept busy with renders cancelled one after the other', () => {
     const letters = 'abcdefghijklmnopqrtuvwyzABCDEFGHIJKLMNOPQRSTUVWXYZ'; // not s: the sync
     const starts: number[] = [];

@@ -62,6 +62,30 @@ describe('latestWins', () => {
     });
   });
 
+  it('lets a projection that says it only waits to try again give way to a newer value at once; any other result gives none', () => {
+    marbles().run(({ cold, expectObservable }) => {
+      const project = (value: string) => {
+        // a says "retrying" every 100 ms and never ends; p gives a plain result, then ends.
+        if (value === 'a') return cold('100ms r 99ms r 99ms r 99ms r 99ms r', { r: 'a?' });
+        if (value === 'p') return cold('260ms x 39ms (y|)');
+        // q works 300 ms, then only waits to try again.
+        if (value === 'q') return cold('300ms r 99ms r', { r: 'q?' });
+        return cold('50ms v|', { v: value.toUpperCase() });
+      };
+      const options = { maxWaitMs: 200, givesWay: (result: string) => result.endsWith('?') };
+      // a has waited its 200 ms when b comes at 250, but it only waits to try again: b goes at once.
+      expectObservable(cold('a 249ms b').pipe(latestWins(project, options))).toBe('100ms r 99ms r 99ms B', { r: 'a?', B: 'B' });
+      // Without the option a keeps b waiting for ever.
+      expectObservable(cold('a 249ms b').pipe(latestWins(project, { maxWaitMs: 200 })), '^ 1s !').toBe('100ms r 99ms r 99ms r 99ms r 99ms r', { r: 'a?' });
+      // b, started so, is at work: c@260 waits for it (a waited its 200 ms long ago), and goes once b has ended (301).
+      expectObservable(cold('a 249ms b 9ms c').pipe(latestWins(project, options))).toBe('100ms r 99ms r 99ms B 50ms C', { r: 'a?', B: 'B', C: 'C' });
+      // b@250 has to wait for q, which is at work; when q says it waits to try again (300), b goes.
+      expectObservable(cold('q 249ms b').pipe(latestWins(project, options))).toBe('300ms r 49ms B', { r: 'q?', B: 'B' });
+      // p's plain result while b waits gives no way: p finishes, then b.
+      expectObservable(cold('p 249ms b').pipe(latestWins(project, options))).toBe('260ms x 39ms y 49ms B');
+    });
+  });
+
   it('passes an error of a projection on', () => {
     marbles().run(({ cold, expectObservable }) => {
       expectObservable(cold('a').pipe(latestWins(() => cold('10ms #', {}, new Error('boom')), { maxWaitMs: 1_000 }))).toBe('10ms #', {}, new Error('boom'));

@@ -68,6 +68,40 @@ describe('validate', () => {
     });
   });
 
+  it('starves no check: configurations rendered faster than a check takes cancel checks only until one has waited maxWait', () => {
+    marbles().run(({ cold, hot, expectObservable }) => {
+      // A new configuration every second, each check 3 s (haproxy -c at 10k certificates
+      // takes longer than a render): with maxWait 2 s, 1 and 2 are cancelled, 3 (at 2 s)
+      // finds 1 waited 2 s, so 2's check finishes at 4 s; 4 (the newest waiting) goes next.
+      const input = hot<RenderedEvent>('a 999ms b 999ms c 999ms d', { a: rendered(1, 'one'), b: rendered(2, 'two'), c: rendered(3, 'three'), d: rendered(4, 'four') });
+      const events = validate(input, { ...exact, validate: () => cold<ValidateOutcome>('3s (r|)', { r: { ok: true } }), maxWaitMs: 2_000 });
+      expectObservable(events.pipe(label), '^ 10s !').toBe('4s x 2999ms y', { x: '2:ok', y: '4:ok' });
+      // As before without the bound: every check is cancelled but the last.
+      expectObservable(validate(input, { ...exact, validate: () => cold<ValidateOutcome>('3s (r|)', { r: { ok: true } }) }).pipe(label), '^ 10s !').toBe('6s y', { y: '4:ok' });
+    });
+  });
+
+  it('a check waiting to be tried again gives way to a newer configuration at once, even once the wait bound has passed', () => {
+    marbles().run(({ cold, hot, expectObservable }) => {
+      const input = hot<RenderedEvent>('a 1499ms b 1499ms c', { a: rendered(1, 'one'), b: rendered(2, 'two'), c: rendered(3, 'three') });
+      const checks = {
+        one: cold<ValidateOutcome>('(r|)', { r: { ok: false, unavailable: 'killed' } }),
+        two: cold<ValidateOutcome>('1s (r|)', { r: { ok: false, unavailable: 'timed out' } }),
+        three: cold<ValidateOutcome>('(r|)', { r: { ok: true } }),
+      };
+      const events = validate(input, { ...exact, maxWaitMs: 500, validate: (config) => (config.main.includes('one') ? checks.one : config.main.includes('two') ? checks.two : checks.three) });
+      // 1 waits to be tried again (at 2 s) when 2 comes at 1.5 s, long after 1 waited its 500 ms:
+      // 2 goes at once. Its check takes 1 s and could not run; 3 comes at 3 s, while 2 waits to be
+      // tried again (at 3.5 s), and goes at once too.
+      expectObservable(events.pipe(label), '^ 10s !').toBe('a 999ms b 1499ms c 499ms d', {
+        a: '1:unavailable#1:killed:retry in 1000',
+        b: '1:unavailable#2:killed:retry in 2000',
+        c: '2:unavailable#1:timed out:retry in 1000',
+        d: '3:ok',
+      });
+    });
+  });
+
   it('stops retrying a configuration that a newer one superseded', () => {
     marbles().run(({ cold, hot, expectObservable }) => {
       const input = hot<RenderedEvent>('a 1499ms b', { a: rendered(1, 'one'), b: rendered(2, 'two') });

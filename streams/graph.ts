@@ -88,7 +88,7 @@ export interface GraphDeps {
  *            → pace (a render that only confirms the fast path: one per confirm wait),
  *              then held as above if a fast deployment runs when the pace lets one go
  *            → render (switchMap; unchanged output stops here)      ◄─ verdicts
- *            → validate (switchMap; a check that could not run is retried)
+ *            → validate (latest wins, starving none; a check that could not run is retried)
  *            → fast path gate (a valid config older than the fast path's servers stops)
  *            → desired (newest valid config × instances)
  *            → requests: new config, (re)joined instance, drift, credentials,
@@ -146,7 +146,8 @@ export function graph(settings: GraphSettings, deps: GraphDeps): Observable<Cont
           stageName('render'),
           share(),
         );
-        const validated$ = validate(renderedOnly(rendered$), { validate: deps.validate, ...retrying }).pipe(
+        // Checks starve no more than renders do: one finishes once a configuration has waited the debounce's max wait.
+        const validated$ = validate(renderedOnly(rendered$), { validate: deps.validate, maxWaitMs: settings.debounceMaxWaitMs, ...retrying }).pipe(
           stageName('validate'),
           tap((verdict) => verdicts.next(verdict)),
           share(),

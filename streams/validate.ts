@@ -1,8 +1,9 @@
-import { type Observable, type SchedulerLike, asyncScheduler, catchError, defaultIfEmpty, defer, map, of, repeat, switchMap, take, takeWhile, timer } from 'rxjs';
+import { type Observable, type SchedulerLike, asyncScheduler, catchError, defaultIfEmpty, defer, map, of, repeat, take, takeWhile, timer } from 'rxjs';
 import { type BackoffOptions, RETRY_BACKOFF, backoffDelay } from '../src/backoff.ts';
 import type { ControllerEvent, ValidationProblem } from '../src/events.ts';
 import type { RenderedConfig } from '../src/templating/rendered.ts';
 import { errorMessage } from '../src/errors.ts';
+import { latestWins } from './operators/latest-wins.ts';
 
 /**
  * What a check said: valid; refused by haproxy, with its problems; or nothing at all,
@@ -17,6 +18,11 @@ const UNANSWERED: ValidateOutcome = { ok: false, unavailable: 'the check ended w
 export interface ValidateDeps {
   /** Checks a configuration with haproxy; unsubscribing must stop the check. */
   validate(config: RenderedConfig): Observable<ValidateOutcome>;
+  /**
+   * Once a configuration has waited this long without a check completing, a newer one
+   * no longer cancels the running check (see latestWins); default: it always does.
+   */
+  maxWaitMs?: number;
   /** Delays between checks that could not run; default 1 s doubling to 60 s. */
   backoff?: BackoffOptions;
   random?: () => number;
@@ -25,19 +31,23 @@ export interface ValidateDeps {
 
 /**
  * Validates each new configuration, latest wins: a configuration superseded while
- * haproxy -c still runs on it would never be deployed, so its check is cancelled.
- * Only Validated events may reach an instance.
+ * haproxy -c still runs on it would never be deployed, so its check is cancelled. But
+ * once configurations have waited `maxWaitMs`, the running check finishes and the
+ * newest goes next: renders that come faster than a check takes (haproxy -c at 10k
+ * certificates takes seconds) would otherwise cancel every check, and nothing would
+ * ever be deployed again. Only Validated events may reach an instance.
  *
  * A check that could not run says nothing about the configuration: it is reported as
  * ValidationUnavailable (never as a refusal) and run again with backoff, until it
- * gives a verdict or a newer configuration supersedes it.
+ * gives a verdict or a newer configuration supersedes it; while it waits to run again,
+ * a newer configuration always does.
  */
 export function validate(rendered$: Observable<RenderedEvent>, deps: ValidateDeps): Observable<ValidateEvent> {
   const scheduler = deps.scheduler ?? asyncScheduler;
   const backoff = deps.backoff ?? RETRY_BACKOFF;
   const random = deps.random ?? Math.random;
   return rendered$.pipe(
-    switchMap(({ reconcile, config }) => {
+    latestWins(({ reconcile, config }: RenderedEvent) => {
       let attempt = 0;
       let retryInMs = 0;
       return defer(() => {
@@ -60,6 +70,6 @@ export function validate(rendered$: Observable<RenderedEvent>, deps: ValidateDep
         repeat({ delay: () => timer(retryInMs, scheduler) }),
         takeWhile((event) => event.type === 'ValidationUnavailable', true),
       );
-    }),
+    }, { maxWaitMs: deps.maxWaitMs ?? Infinity, givesWay: (event: ValidateEvent) => event.type === 'ValidationUnavailable', scheduler }),
   );
 }

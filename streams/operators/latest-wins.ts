@@ -1,6 +1,6 @@
 import { Observable, type ObservableInput, type OperatorFunction, type SchedulerLike, type Subscription, asyncScheduler, from } from 'rxjs';
 
-export interface LatestWinsOptions<T> {
+export interface LatestWinsOptions<T, R = unknown> {
   /**
    * How long a value may wait for a completed projection (each value its own, or one
    * for all): once one not yet served by a completed projection has waited its time, a
@@ -8,6 +8,12 @@ export interface LatestWinsOptions<T> {
    * newest waiting value is projected next. Infinity makes it switchMap.
    */
   maxWaitMs: number | ((value: T) => number);
+  /**
+   * Results after which the running projection is only waiting to try again (a check
+   * that could not run, retried after a delay): until its next result, a newer value
+   * replaces it at once, whatever the waits; a value held back goes then too.
+   */
+  givesWay?: (result: R) => boolean;
   scheduler?: SchedulerLike;
 }
 
@@ -19,7 +25,7 @@ export interface LatestWinsOptions<T> {
  * (EndpointSlices moving every half second against a render of a second or two) would
  * cancel every projection, and none would ever complete.
  */
-export function latestWins<T, R>(project: (value: T) => ObservableInput<R>, options: LatestWinsOptions<T>): OperatorFunction<T, R> {
+export function latestWins<T, R>(project: (value: T) => ObservableInput<R>, options: LatestWinsOptions<T, R>): OperatorFunction<T, R> {
   const scheduler = options.scheduler ?? asyncScheduler;
   const { maxWaitMs } = options;
   const waitOf = typeof maxWaitMs === 'number' ? () => maxWaitMs : maxWaitMs;
@@ -34,13 +40,26 @@ export function latestWins<T, R>(project: (value: T) => ObservableInput<R>, opti
       /** The newest value held back, and the earliest deadline of those held back. */
       let waiting: { value: T; deadline: number } | undefined;
       let sourceDone = false;
+      /** The running projection's last result said it only waits to try again. */
+      let idle = false;
 
       const start = (value: T) => {
         inner?.unsubscribe();
         const id = ++started;
         running = id;
+        idle = false;
         const subscription = from(project(value)).subscribe({
-          next: (result) => subscriber.next(result),
+          next: (result) => {
+            subscriber.next(result);
+            if (running !== id) return;
+            idle = options.givesWay?.(result) ?? false;
+            if (idle && waiting) {
+              const next = waiting;
+              waiting = undefined;
+              deadline = next.deadline;
+              start(next.value);
+            }
+          },
           error: (err: unknown) => subscriber.error(err),
           complete: () => {
             if (running !== id) return;
@@ -60,7 +79,7 @@ export function latestWins<T, R>(project: (value: T) => ObservableInput<R>, opti
         next: (value) => {
           const now = scheduler.now();
           const own = now + waitOf(value);
-          if (running !== 0 && now >= deadline) {
+          if (running !== 0 && now >= deadline && !idle) {
             waiting = { value, deadline: Math.min(waiting?.deadline ?? Infinity, own) };
             return;
           }
