@@ -203,6 +203,10 @@ export function translateOps(ops: readonly RuntimeOp[], ctx: TranslateContext): 
       case 'map-replace':
         reasons.push(`map ${op.map} needs its entries replaced in one step, which the Data Plane API only does for maps above 8 KiB`);
         break;
+      case 'cert-set':
+        // Its storage replaces a loaded certificate at runtime where it can; the reload path uploads it.
+        reasons.push(`certificate ${op.cert} is replaced through the Data Plane API's storage, with the configuration`);
+        break;
     }
   }
   return reasons.length > 0 ? { ok: false, reasons } : { ok: true, calls, actions };

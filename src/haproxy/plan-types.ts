@@ -92,7 +92,22 @@ export interface MapReplaceOp extends MapRef {
   entries: MapEntry[];
 }
 
+/**
+ * Replaces a certificate haproxy has loaded (a certificate with its key, as one PEM
+ * file) in one transaction (`set ssl cert`, `commit ssl cert`): every bind and server
+ * that uses it takes the new one for new connections.
+ */
+export interface CertSetOp {
+  kind: 'cert-set';
+  /** The file name in RenderedConfig.certs. */
+  cert: string;
+  /** The path as the configuration spells it (e.g. `ssl/site.pem`): haproxy's name for it. */
+  ref: string;
+  content: string;
+}
+
 export type RuntimeOp =
+  | CertSetOp
   | ServerAddOp
   | ServerAddrOp
   | ServerWeightOp

@@ -66,6 +66,9 @@ export function runtimeCommands(op: RuntimeOp, ctx: RuntimeCommandContext = {}):
       return [line('set', 'map', op.ref, op.key, op.value)];
     case 'map-del':
       return [line('del', 'map', op.ref, op.key)];
+    case 'cert-set':
+      // The certificate goes as the command's payload: the lines after `<<`, up to an empty line.
+      return [`${line('set', 'ssl', 'cert', op.ref)} <<\n${op.content}`, line('commit', 'ssl', 'cert', op.ref)];
     case 'map-replace': {
       const version = ctx.mapVersion;
       if (version === undefined) throw new RangeError(`map-replace of ${op.ref} needs the version from "prepare map"`);
@@ -89,12 +92,15 @@ export function parsePreparedVersion(reply: string): number | undefined {
 /**
  * Whether haproxy's answer to a command sent by runtimeCommands means success.
  * Most of these commands answer nothing when they succeed; the others answer
- * with a fixed sentence. `del server` answers "Server still has connections
+ * with a fixed sentence (`commit ssl cert`: "Committing <file>", progress dots,
+ * then "Success!"). `del server` answers "Server still has connections
  * attached to it, cannot remove it." while connections remain: the server is
  * already in maintenance then, so the caller may retry later.
  */
 export function replySucceeded(command: string, reply: string): boolean {
-  const text = reply.trim();
+  const text = replyText(reply);
+  if (command.startsWith('set ssl cert ')) return /^Transaction (?:created|updated) for certificate /.test(text);
+  if (command.startsWith('commit ssl cert ')) return text.startsWith('Committing ') && text.endsWith('\nSuccess!') && !text.includes("Can't");
   if (command.startsWith('add server ')) return text === 'New server registered.';
   if (command.startsWith('del server ')) return text === 'Server deleted.';
   if (command.startsWith('prepare map ')) return parsePreparedVersion(text) !== undefined;
@@ -102,4 +108,9 @@ export function replySucceeded(command: string, reply: string): boolean {
     return /^(IP changed from|no need to change the addr|port changed from)/.test(text);
   }
   return text === '';
+}
+
+/** haproxy's answer without the "+ " prompt that answers each payload line first in interactive mode. */
+export function replyText(reply: string): string {
+  return reply.trim().replace(/^(?:\+ )+/, '');
 }

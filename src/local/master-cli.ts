@@ -22,6 +22,16 @@ export function cliCommand(socketPath: string, command: string, timeoutMs = 5_00
   });
 }
 
+/** Why a command cannot be sent as it is: a line break outside a payload, or an empty payload line. */
+function commandProblem(command: string): string | undefined {
+  if (command.includes('\r')) return 'a CLI command cannot carry a carriage return';
+  const lines = command.split('\n');
+  if (lines.length === 1) return undefined;
+  if (!lines[0]!.endsWith(' <<')) return 'a CLI command cannot carry a line break, except after "<<" for its payload';
+  if (lines.slice(1).some((l) => l.trim() === '')) return 'a CLI payload cannot carry an empty line, which would end it';
+  return undefined;
+}
+
 /** Command names only, so map values or addresses never end up in an error message. */
 function firstWords(command: string): string {
   return command.split(/\s+/).slice(0, 3).join(' ');
@@ -86,12 +96,18 @@ export class CliSession {
     this.timeoutMs = options.timeoutMs ?? 5_000;
   }
 
-  /** Sends one command; resolves with its answer. Commands sent together are pipelined. */
+  /**
+   * Sends one command; resolves with its answer. Commands sent together are pipelined.
+   * A command may carry a payload: its first line ends with ` <<`, the lines after it
+   * are the payload, none of them empty (an empty line ends it, and is sent here).
+   */
   send(command: string): Promise<string> {
-    if (/[\r\n]/.test(command)) return Promise.reject(new RangeError('a CLI command cannot carry a line break'));
+    const problem = commandProblem(command);
+    if (problem) return Promise.reject(new RangeError(problem));
+    const payload = command.includes('\n');
     return new Promise<string>((resolve, reject) => {
       this.pending.push({ command, resolve, reject });
-      this.connection().write(`${command}\n`);
+      this.connection().write(payload ? `${command}\n\n` : `${command}\n`);
       this.arm();
     });
   }

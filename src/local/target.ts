@@ -1,7 +1,7 @@
 import { mkdir } from 'node:fs/promises';
 import type { InstanceOutcome } from '../events.ts';
 import { type Plan, type RuntimeOp, planDeployment } from '../haproxy/plan.ts';
-import { parsePreparedVersion, prepareMapCommand, replySucceeded, runtimeCommands } from '../haproxy/runtime-commands.ts';
+import { parsePreparedVersion, prepareMapCommand, replySucceeded, replyText, runtimeCommands } from '../haproxy/runtime-commands.ts';
 import { readdOps } from '../haproxy/server-readd.ts';
 import type { RenderedConfig } from '../templating/rendered.ts';
 import { HaproxyProcess, type HaproxyProcessOptions } from './haproxy-process.ts';
@@ -241,11 +241,11 @@ export class LocalTarget {
         this.pendingDeletes.set(`${op.backend}/${op.server}`, { command, attempts: 0, settings: op.settings });
         this.scheduleRetry();
       } else if (!replySucceeded(command, reply)) {
-        failure = `runtime command "${command.split(' ').slice(0, 3).join(' ')}" failed: ${reply.trim() || 'no answer'}`;
+        failure = `runtime command "${command.split(' ').slice(0, 3).join(' ')}" failed: ${replyText(reply) || 'no answer'}`;
         continue;
       }
       // The op's last command answered well: the op is done.
-      if (sent[i + 1]?.op !== op) this.step('runtime', `${op.kind} ${'backend' in op ? `${op.backend}/${op.server}` : op.map}`);
+      if (sent[i + 1]?.op !== op) this.step('runtime', `${op.kind} ${'backend' in op ? `${op.backend}/${op.server}` : 'map' in op ? op.map : op.cert}`);
     }
     return failure;
   }

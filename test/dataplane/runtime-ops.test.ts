@@ -91,6 +91,8 @@ describe('translateOps: maps', () => {
     assert.match(reasons([{ kind: 'map-set', map: 'hosts.map', ref: 'maps/hosts.map', key: 'a', value: 'x;y' }])[0]!, /value of "a"/);
     assert.match(reasons([{ kind: 'map-del', map: 'other.map', ref: 'maps/other.map', key: 'a' }])[0]!, /not in maps storage/);
     assert.match(reasons([{ kind: 'map-replace', map: 'hosts.map', ref: 'maps/hosts.map', entries: [] }])[0]!, /replaced in one step/);
+    // The storage upload of the reload path is what replaces a certificate on a Data Plane API instance.
+    assert.deepEqual(reasons([{ kind: 'cert-set', cert: 'site.pem', ref: 'ssl/site.pem', content: 'x' }]), ["certificate site.pem is replaced through the Data Plane API's storage, with the configuration"]);
   });
 });
 

@@ -509,6 +509,25 @@ describe('planDeployment: reloads', () => {
     assert.deepEqual(reloadReasons(planDeployment(prev, rendered({ certs: { 'site.pem': 'A' }, files: {} }))), ['file 503.http was removed']);
   });
 
+  it('replaces a renewed certificate at runtime; a new or removed one, a crt-list, a CA file or an empty line in it reloads', () => {
+    const pair = (body: string) => `-----BEGIN CERTIFICATE-----\n${body}\n-----END CERTIFICATE-----\n-----BEGIN PRIVATE KEY-----\nK${body}\n-----END PRIVATE KEY-----\n`;
+    const ca = (body: string) => `-----BEGIN CERTIFICATE-----\n${body}\n-----END CERTIFICATE-----\n`;
+    const prev = rendered({ certs: { 'site.pem': pair('A'), 'api.pem': pair('C'), 'https.crtlist': 'ssl/site.pem site.example\n', 'ca.pem': ca('X') } });
+    const renewed = planDeployment(prev, rendered({ certs: { 'site.pem': pair('B'), 'api.pem': pair('D'), 'https.crtlist': 'ssl/site.pem site.example\n', 'ca.pem': ca('X') } }));
+    assert.deepEqual(renewed, {
+      kind: 'runtime',
+      ops: [
+        { kind: 'cert-set', cert: 'api.pem', ref: 'ssl/api.pem', content: pair('D').trimEnd() },
+        { kind: 'cert-set', cert: 'site.pem', ref: 'ssl/site.pem', content: pair('B').trimEnd() },
+      ],
+    });
+    const others = planDeployment(prev, rendered({ certs: { 'site.pem': `${pair('B')}\n\n# note\n`, 'new.pem': pair('N'), 'https.crtlist': 'ssl/site.pem site.example\nssl/new.pem new.example\n', 'ca.pem': ca('Y') } }));
+    assert.deepEqual(reloadReasons(others), ['certificate api.pem was removed', 'certificate ca.pem changed', 'certificate https.crtlist changed', 'certificate new.pem is new', 'certificate site.pem changed']);
+    // With a section that reloads, the renewal goes with the reload.
+    const both = planDeployment(prev, rendered({ global: 'maxconn 2000', certs: { 'site.pem': pair('B'), 'api.pem': pair('C'), 'https.crtlist': 'ssl/site.pem site.example\n', 'ca.pem': ca('X') } }));
+    assert.deepEqual(reloadReasons(both), ['global: line "maxconn 1000" changed to "maxconn 2000"']);
+  });
+
   it('an unreadable configuration reloads', () => {
     const next = rendered({ backend: 'balance roundrobin\n    http-request set-header X "unterminated' });
     assert.match(reloadReasons(planDeployment(rendered(), next)).join('\n'), /the new haproxy.cfg cannot be read at line \d+: unterminated double quote/);

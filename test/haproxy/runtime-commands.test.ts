@@ -54,6 +54,11 @@ describe('runtimeCommands', () => {
     ['adds a map entry, escaping its value', { kind: 'map-add', ...target, key: '^/a\\.b', value: 'be web;x' }, ['add map maps/hosts.map ^/a\\\\.b be\\ web\\;x']],
     ['sets a map entry', { kind: 'map-set', ...target, key: 'a.example', value: 'be_api' }, ['set map maps/hosts.map a.example be_api']],
     ['deletes a map entry', { kind: 'map-del', ...target, key: 'a.example' }, ['del map maps/hosts.map a.example']],
+    [
+      'replaces a certificate in a transaction, the PEM as the payload of set ssl cert',
+      { kind: 'cert-set', cert: 'my site.pem', ref: 'ssl/my site.pem', content: '-----BEGIN CERTIFICATE-----\nAAAA\n-----END CERTIFICATE-----' },
+      ['set ssl cert ssl/my\\ site.pem <<\n-----BEGIN CERTIFICATE-----\nAAAA\n-----END CERTIFICATE-----', 'commit ssl cert ssl/my\\ site.pem'],
+    ],
   ];
   for (const [what, op, expected] of cases) {
     it(what, () => assert.deepEqual(runtimeCommands(op), expected));
@@ -94,5 +99,11 @@ describe('replies', () => {
     assert.equal(replySucceeded('enable server be/s', '\n'), true);
     assert.equal(replySucceeded('set map maps/a.map k v', 'entry not found.\n'), false);
     assert.equal(replySucceeded('prepare map maps/a.map', 'New version created: 1\n'), true);
+    // As haproxy 2.6 answers them over the master CLI in interactive mode: a "+ " prompt for each payload line first.
+    assert.equal(replySucceeded('set ssl cert ssl/a.pem <<\nX', '+ + + Transaction created for certificate ssl/a.pem!\n'), true);
+    assert.equal(replySucceeded('set ssl cert ssl/a.pem <<\nX', 'Transaction updated for certificate ssl/a.pem!\n'), true);
+    assert.equal(replySucceeded('set ssl cert ssl/a.pem <<\nX', "+ + Can't replace a certificate which is not referenced by the configuration!\nCan't update ssl/a.pem!\n"), false);
+    assert.equal(replySucceeded('commit ssl cert ssl/a.pem', 'Committing ssl/a.pem...\nSuccess!\n'), true);
+    assert.equal(replySucceeded('commit ssl cert ssl/a.pem', "No ongoing transaction! !\nCan't commit ssl/a.pem!\n"), false);
   });
 });

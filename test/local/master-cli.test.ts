@@ -91,9 +91,11 @@ describe('CliSession', () => {
     session.close();
   });
 
-  it('refuses a command with a line break, which would be two commands', async () => {
+  it('refuses a command with a line break, which would be two commands, and a payload that an empty line would cut short', async () => {
     const session = new CliSession(join(dir, 'master.sock'));
     await assert.rejects(session.send('show info\nshutdown'), /line break/);
+    await assert.rejects(session.send('set ssl cert a.pem <<\nfirst\n\nshutdown'), /empty line/);
+    await assert.rejects(session.send('set ssl cert a.pem <<\nfirst\r\nsecond'), /carriage return/);
     session.close();
   });
 });

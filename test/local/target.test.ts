@@ -1,8 +1,12 @@
 import assert from 'node:assert/strict';
+import { execFileSync } from 'node:child_process';
+import { X509Certificate } from 'node:crypto';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { createServer } from 'node:http';
 import { join } from 'node:path';
+import { connect as tlsConnect } from 'node:tls';
 import { after, before, describe, it } from 'node:test';
 import { LocalTarget } from '../../src/local/target.ts';
 import type { RenderedConfig } from '../../src/templating/rendered.ts';
@@ -235,5 +239,82 @@ describe('LocalTarget deleting a busy server (real haproxy)', () => {
     assert.deepEqual(target.deletionsPending, []);
     assert.doesNotMatch(await target.haproxy.runtime('show servers state be_s'), new RegExp(`s${slowPort} `), 'no server is left in maintenance');
     assert.equal((await target.haproxy.showProc()).reloads, reloadsBefore);
+  });
+});
+
+/** A self-signed certificate for `cn` with its key, as one PEM file, and its serial number. */
+function selfSigned(cn: string): { pem: string; serial: string } {
+  const dir = mkdtempSync(join(tmpdir(), 'haprx-cert-'));
+  try {
+    execFileSync('openssl', ['req', '-x509', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:prime256v1', '-nodes', '-days', '1', '-subj', `/CN=${cn}`, '-keyout', join(dir, 'k'), '-out', join(dir, 'c')], { stdio: 'ignore' });
+    const crt = readFileSync(join(dir, 'c'), 'utf8');
+    return { pem: crt + readFileSync(join(dir, 'k'), 'utf8'), serial: new X509Certificate(crt).serialNumber };
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+/** The serial number of the certificate haproxy presents for `servername`. */
+function servedSerial(port: number, servername: string): Promise<string> {
+  return new Promise((resolve, reject) => {
+    const socket = tlsConnect({ host: '127.0.0.1', port, servername, rejectUnauthorized: false }, () => {
+      const serial = socket.getPeerCertificate().serialNumber;
+      socket.destroy();
+      resolve(serial);
+    });
+    socket.on('error', reject);
+  });
+}
+
+describe('LocalTarget renewing a certificate (real haproxy)', () => {
+  let dir: string;
+  let port: number;
+  let tlsPort: number;
+  let target: LocalTarget;
+  let echo: Awaited<ReturnType<typeof startEcho>>;
+  const steps: string[] = [];
+  const first = selfSigned('tls.test');
+  const renewed = selfSigned('tls.test');
+  const spare = selfSigned('spare.test');
+  /** The routing configuration with an HTTPS front end whose crt-list serves `site` for tls.test; `spare.pem` is loaded by nothing. */
+  const withCerts = (site: string, sparePem = spare.pem) =>
+    routingConfig(port, { be_a: [{ name: 's1', port: echo.port }] }, { 'tls.test': 'be_a' }, {
+      extra: ['frontend fe_tls', `  bind 127.0.0.1:${tlsPort} ssl crt-list ssl/https.crtlist`, '  default_backend be_a'].join('\n'),
+      certs: { 'site.pem': site, 'spare.pem': sparePem, 'https.crtlist': 'ssl/site.pem tls.test\n' },
+    });
+  const reloads = async () => (await target.haproxy.showProc()).reloads;
+
+  before(async () => {
+    dir = await mkdtemp(join(tmpdir(), 'haprx-certs-'));
+    port = await freePort();
+    tlsPort = await freePort();
+    echo = await startEcho('a1');
+    target = new LocalTarget({ bin: 'haproxy', stateDir: dir, onStep: (s) => steps.push(`${s.kind}: ${s.detail}`) });
+    assert.deepEqual(await target.deploy(withCerts(first.pem)), { ok: true, reloaded: true, runtimeOps: 0 });
+  });
+
+  after(async () => {
+    await target.stop();
+    await echo.close();
+    await rm(dir, { recursive: true, force: true });
+  });
+
+  it('replaces a renewed certificate at runtime: new handshakes get it, haproxy does not reload, the file on disk follows', async () => {
+    assert.equal(await servedSerial(tlsPort, 'tls.test'), first.serial);
+    const before = await reloads();
+    assert.deepEqual(await target.deploy(withCerts(renewed.pem)), { ok: true, reloaded: false, runtimeOps: 1 });
+    assert.equal(await servedSerial(tlsPort, 'tls.test'), renewed.serial);
+    assert.equal(await reloads(), before);
+    assert.equal(await readFile(join(dir, 'ssl', 'site.pem'), 'utf8'), renewed.pem);
+    assert.ok(steps.includes('runtime: cert-set site.pem'), steps.join('\n'));
+  });
+
+  it('reloads when haproxy refuses the replacement (a certificate no configuration line loads), and serves on', async () => {
+    const before = await reloads();
+    const outcome = await target.deploy(withCerts(renewed.pem, selfSigned('spare.test').pem));
+    assert.deepEqual(outcome, { ok: true, reloaded: true, runtimeOps: 0 });
+    assert.equal(await reloads(), before + 1);
+    assert.ok(steps.includes("fallback: runtime command \"set ssl cert\" failed: Can't replace a certificate which is not referenced by the configuration!\nCan't update ssl/spare.pem!"), steps.join('\n'));
+    assert.equal(await servedSerial(tlsPort, 'tls.test'), renewed.serial);
   });
 });
