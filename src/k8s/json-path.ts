@@ -38,6 +38,8 @@ function compile(text: string): PathResult {
   } catch (err) {
     return { ok: false, message: `${text} is not a JSONPath (RFC 9535): ${errorText(err)}` };
   }
+  const members = memberPath(text);
+  if (members) return { ok: true, path: { text, values: (object) => ({ ok: true, values: memberValues(object, members) }) } };
   return {
     ok: true,
     path: {
@@ -56,4 +58,26 @@ function compile(text: string): PathResult {
 
 function errorText(err: unknown): string {
   return err instanceof Error ? err.message : String(err);
+}
+
+/**
+ * The member names of a path made of name selectors only (`$.metadata.labels["app"]`),
+ * which most index keys and references are; undefined for any other path. Such a path
+ * selects the member's value at each step, or nothing once a step is not an object or
+ * lacks the member: walked directly, it costs a few property reads, where the general
+ * evaluator builds a node list per step (a tenth of reading a manifest at 10k objects).
+ */
+export function memberPath(text: string): string[] | undefined {
+  const steps = /^\$((?:\.[A-Za-z_][A-Za-z0-9_]*|\[(?:"[^"\\]*"|'[^'\\]*')\])*)$/.exec(text);
+  if (!steps) return undefined;
+  return [...steps[1]!.matchAll(/\.([A-Za-z_][A-Za-z0-9_]*)|\[(?:"([^"\\]*)"|'([^'\\]*)')\]/g)].map((m) => m[1] ?? m[2] ?? m[3]!);
+}
+
+function memberValues(object: unknown, members: readonly string[]): unknown[] {
+  let at = object;
+  for (const name of members) {
+    if (at === null || typeof at !== 'object' || Array.isArray(at) || !Object.hasOwn(at, name)) return [];
+    at = (at as Record<string, unknown>)[name];
+  }
+  return [at];
 }
