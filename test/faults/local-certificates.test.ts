@@ -4,44 +4,16 @@
  * does not reload, and HTTP traffic goes on without a failure meanwhile.
  */
 import assert from 'node:assert/strict';
-import { execFileSync } from 'node:child_process';
-import { X509Certificate } from 'node:crypto';
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { writeFile } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { connect as tlsConnect } from 'node:tls';
 import { after, before, describe, it } from 'node:test';
+import { selfSigned, servedSerial } from '../support/certificates.ts';
 import { freePort } from '../support/ports.ts';
 import { LocalHaprx, manifest } from '../support/local-haprx.ts';
-
-/** A self-signed certificate for `cn`, its key, and its serial number. */
-function selfSigned(cn: string): { crt: string; key: string; serial: string } {
-  const dir = mkdtempSync(join(tmpdir(), 'haprx-cert-'));
-  try {
-    execFileSync('openssl', ['req', '-x509', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:prime256v1', '-nodes', '-days', '1', '-subj', `/CN=${cn}`, '-keyout', join(dir, 'k'), '-out', join(dir, 'c')], { stdio: 'ignore' });
-    const crt = readFileSync(join(dir, 'c'), 'utf8');
-    return { crt, key: readFileSync(join(dir, 'k'), 'utf8'), serial: new X509Certificate(crt).serialNumber };
-  } finally {
-    rmSync(dir, { recursive: true, force: true });
-  }
-}
 
 const b64 = (text: string) => Buffer.from(text).toString('base64');
 const tlsSecret = (pair: { crt: string; key: string }) =>
   `apiVersion: v1\nkind: Secret\ntype: kubernetes.io/tls\nmetadata: {name: site, namespace: shop}\ndata:\n  tls.crt: ${b64(pair.crt)}\n  tls.key: ${b64(pair.key)}\n`;
-
-/** The serial number of the certificate served for `servername`, or undefined while none is. */
-function servedSerial(port: number, servername: string): Promise<string | undefined> {
-  return new Promise((resolve) => {
-    const socket = tlsConnect({ host: '127.0.0.1', port, servername, rejectUnauthorized: false }, () => {
-      const serial = socket.getPeerCertificate().serialNumber;
-      socket.destroy();
-      resolve(serial);
-    });
-    socket.on('error', () => resolve(undefined));
-  });
-}
 
 describe('local mode: a renewed TLS Secret (real haproxy, shipped templates)', () => {
   const haprx = new LocalHaprx();

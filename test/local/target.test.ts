@@ -1,18 +1,15 @@
 import assert from 'node:assert/strict';
-import { execFileSync } from 'node:child_process';
-import { X509Certificate } from 'node:crypto';
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { createServer } from 'node:http';
 import { join } from 'node:path';
-import { connect as tlsConnect } from 'node:tls';
 import { after, before, describe, it } from 'node:test';
 import { LocalTarget } from '../../src/local/target.ts';
 import type { RenderedConfig } from '../../src/templating/rendered.ts';
 import { routingConfig } from '../support/routing-config.ts';
 import { get, startEcho } from '../support/echo-backend.ts';
 import { freePort } from '../support/ports.ts';
+import { selfSigned, servedSerial } from '../support/certificates.ts';
 
 /** The shared routing configuration, with one server `s<port>` per port. */
 function config(port: number, backends: Record<string, number[]>, hosts: Record<string, string>, extra = ''): RenderedConfig {
@@ -241,30 +238,6 @@ describe('LocalTarget deleting a busy server (real haproxy)', () => {
     assert.equal((await target.haproxy.showProc()).reloads, reloadsBefore);
   });
 });
-
-/** A self-signed certificate for `cn` with its key, as one PEM file, and its serial number. */
-function selfSigned(cn: string): { pem: string; serial: string } {
-  const dir = mkdtempSync(join(tmpdir(), 'haprx-cert-'));
-  try {
-    execFileSync('openssl', ['req', '-x509', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:prime256v1', '-nodes', '-days', '1', '-subj', `/CN=${cn}`, '-keyout', join(dir, 'k'), '-out', join(dir, 'c')], { stdio: 'ignore' });
-    const crt = readFileSync(join(dir, 'c'), 'utf8');
-    return { pem: crt + readFileSync(join(dir, 'k'), 'utf8'), serial: new X509Certificate(crt).serialNumber };
-  } finally {
-    rmSync(dir, { recursive: true, force: true });
-  }
-}
-
-/** The serial number of the certificate haproxy presents for `servername`. */
-function servedSerial(port: number, servername: string): Promise<string> {
-  return new Promise((resolve, reject) => {
-    const socket = tlsConnect({ host: '127.0.0.1', port, servername, rejectUnauthorized: false }, () => {
-      const serial = socket.getPeerCertificate().serialNumber;
-      socket.destroy();
-      resolve(serial);
-    });
-    socket.on('error', reject);
-  });
-}
 
 describe('LocalTarget renewing a certificate (real haproxy)', () => {
   let dir: string;

@@ -10,6 +10,7 @@ import { join } from 'node:path';
 import { lfText, regexEscape } from '../../src/templating/escape.ts';
 import { compareKeys, createHelpers, identifier } from '../../src/templating/helpers.ts';
 import { readOnly } from '../../src/templating/readonly.ts';
+import { selfSigned } from '../support/certificates.ts';
 
 const h = createHelpers({ maps: new Set(['hosts.map']), files: new Set(['503.http']), certs: new Set(['site.pem']) });
 
@@ -300,17 +301,8 @@ describe('helpers', () => {
   });
 
   describe('tlsBundle', () => {
-    const make = (cn: string) => {
-      const dir = mkdtempSync(join(tmpdir(), 'haprx-tls-'));
-      try {
-        execFileSync('openssl', ['req', '-x509', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:prime256v1', '-nodes', '-days', '1', '-subj', `/CN=${cn}`, '-keyout', join(dir, 'k'), '-out', join(dir, 'c')], { stdio: 'ignore' });
-        return { crt: readFileSync(join(dir, 'c'), 'utf8'), key: readFileSync(join(dir, 'k'), 'utf8') };
-      } finally {
-        rmSync(dir, { recursive: true, force: true });
-      }
-    };
-    const a = make('a.example');
-    const b = make('b.example');
+    const a = selfSigned('a.example');
+    const b = selfSigned('b.example');
 
     it('joins a certificate and its key into one canonical PEM bundle', () => {
       const bundle = h.tlsBundle(a.crt.replaceAll('\n', '\r\n'), a.key);
