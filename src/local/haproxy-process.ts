@@ -11,7 +11,9 @@ export interface HaproxyProcessOptions {
   bin: string;
   /** Holds haproxy.cfg and its aux files; haproxy runs with it as working directory. */
   stateDir: string;
+  /** How long a start may take until the first worker runs; default 60 s. */
   startTimeoutMs?: number;
+  /** How long a reload may take until show proc confirms it; default 60 s. */
   reloadTimeoutMs?: number;
   /** Receives haproxy's own output, line by line. */
   onOutput?: (line: string) => void;
@@ -47,7 +49,10 @@ export class HaproxyProcess {
   private session: CliSession | undefined;
 
   constructor(options: HaproxyProcessOptions) {
-    this.options = { startTimeoutMs: 10_000, reloadTimeoutMs: 15_000, ...options };
+    // haproxy reads the whole configuration before it answers: at 10k certificates that
+    // took 6.8 s to start and 6.6-7.9 s to reload on two cores, and a busier machine takes
+    // longer. A haproxy that exits is seen at once whatever these are.
+    this.options = { startTimeoutMs: 60_000, reloadTimeoutMs: 60_000, ...options };
     this.masterSocket = join(options.stateDir, 'master.sock');
   }
 

@@ -120,3 +120,26 @@ describe('HaproxyProcess with a binary that cannot be run', () => {
     assert.ok(Date.now() - started < 5_000);
   });
 });
+
+describe('HaproxyProcess with a configuration that takes haproxy long to read (real haproxy)', () => {
+  // At 10k certificates haproxy 2.6 needs 6.8 s to start and 6.6-7.9 s to reload on a
+  // 2-core machine; a slower or busier one needs more. A Lua file that sleeps while
+  // it is loaded stands in for them: 12 s to start, 16 s to reload.
+  it('waits for a start and a reload that take longer than 10 and 15 s, by default', async () => {
+    const dir = await mkdtemp(join(tmpdir(), 'haprx-proc-slow-'));
+    const p = new HaproxyProcess({ bin: 'haproxy', stateDir: dir });
+    after(async () => {
+      await p.stop();
+      await rm(dir, { recursive: true, force: true });
+    });
+    const port = await freePort();
+    const slow = (seconds: number) => writeFile(join(dir, 'slow.lua'), `os.execute("sleep ${seconds}")\n`);
+    await writeFile(join(dir, 'haproxy.cfg'), `global\n  lua-load slow.lua\ndefaults\n  mode http\n  timeout connect 1s\n  timeout client 5s\n  timeout server 5s\nfrontend fe\n  bind 127.0.0.1:${port}\n  http-request return status 200\n`);
+    await slow(12);
+    const started = Date.now();
+    await p.start();
+    assert.ok(Date.now() - started >= 12_000, 'the start took the time the configuration asked for');
+    await slow(16);
+    assert.deepEqual(await p.reload(), { ok: true });
+  });
+});
