@@ -267,6 +267,9 @@ const SIGNAL_NAMES: Readonly<Record<string, string>> = { SIGSEGV: 'crashed (SIGS
  * `durationMs` is the wall time of the call, queueing included; a cached
  * result reports the time of the lookup.
  */
+/** The longest a check may be given, however long the ones before took. */
+const MAX_CHECK_MS = 600_000;
+
 export class Validator {
   private readonly haproxyBin: string;
   private readonly timeoutMs: number;
@@ -276,12 +279,21 @@ export class Validator {
   private readonly env: NodeJS.ProcessEnv | undefined;
   private readonly runner: ChildRunner | undefined;
   private readonly queue = new Queue();
+  /**
+   * How long the next check may run: `timeoutMs` at first; twice as long after a check
+   * that ran out of time (up to 10 min); four times the last finished check's run,
+   * and never less than `timeoutMs`, after one that finished. At 10k certificates
+   * haproxy -c takes 9-11 s on two cores, and on a slower or busier machine it could
+   * take longer than any fixed bound: every check would time out, and nothing deploy.
+   */
+  private allowedMs: number;
   // Map iteration follows insertion order; re-inserting on a hit makes the first key the least recently used.
   private readonly cache = new Map<string, Verdict>();
 
   constructor(options: ValidatorOptions = {}) {
     this.haproxyBin = options.haproxyBin ?? 'haproxy';
     this.timeoutMs = options.timeoutMs ?? 30_000;
+    this.allowedMs = this.timeoutMs;
     this.cacheSize = options.cacheSize ?? 16;
     this.tmpDir = options.tmpDir ?? tmpdir();
     this.failOnWarnings = options.failOnWarnings ?? false;
@@ -315,7 +327,10 @@ export class Validator {
       // An identical render may have been checked while this one waited.
       const late = this.lookup(rendered.hash);
       if (late) return finish(late, true);
-      const outcome = await runHaproxyCheck(rendered, { haproxyBin: this.haproxyBin, timeoutMs: this.timeoutMs, tmpDir: this.tmpDir, env: this.env, signal, runner: this.runner });
+      const checkStarted = performance.now();
+      const outcome = await runHaproxyCheck(rendered, { haproxyBin: this.haproxyBin, timeoutMs: this.allowedMs, tmpDir: this.tmpDir, env: this.env, signal, runner: this.runner });
+      if (outcome.kind === 'timeout') this.allowedMs = Math.min(this.allowedMs * 2, Math.max(this.timeoutMs, MAX_CHECK_MS));
+      else if (outcome.kind === 'exited') this.allowedMs = Math.max(this.timeoutMs, Math.min(4 * (performance.now() - checkStarted), MAX_CHECK_MS));
       const verdict = this.judge(outcome);
       // Only haproxy's own verdicts are facts about the render; the rest may differ next time.
       if (outcome.kind === 'exited') this.remember(rendered.hash, verdict);

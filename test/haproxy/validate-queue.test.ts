@@ -195,6 +195,18 @@ describe('Validator with a haproxy test double', () => {
     assert.equal((await runs()).length, 1);
   });
 
+  test('a check that ran out of time gets twice as long the next time; one that finished sets the next bound to four times its run', async () => {
+    const v = validator({ sleep: 0.5, timeoutMs: 200 });
+    const bounds: string[] = [];
+    for (const tag of ['slow', 'slow', 'slow', 'other']) {
+      const result = await v.validate(rendered(tag));
+      bounds.push(result.ok ? 'ok' : `${result.phase}: ${result.problems[0]!.message}`);
+    }
+    // 200 ms, then 400 ms run out; 800 ms is enough; then about 4 x 0.5 s, so the next passes at once.
+    assert.deepEqual(bounds, ['timeout: haproxy -c did not finish within 200 ms', 'timeout: haproxy -c did not finish within 400 ms', 'ok', 'ok']);
+    assert.equal((await runs()).length, 4);
+  });
+
   test('timeouts are not remembered', async () => {
     const v = validator({ sleep: 5, timeoutMs: 100 });
     await v.validate(rendered('slow'));
