@@ -87,7 +87,7 @@ export interface GraphDeps {
  *            → hold while a fast path deployment runs (at most 500 ms)  ◄─ deploy outcomes
  *            → pace (a render that only confirms the fast path: one per confirm wait),
  *              then held as above if a fast deployment runs when the pace lets one go
- *            → render (switchMap; unchanged output stops here)      ◄─ verdicts
+ *            → render (latest wins, starving none; unchanged output stops here) ◄─ verdicts
  *            → validate (latest wins, starving none; a check that could not run is retried)
  *            → fast path gate (a valid config older than the fast path's servers stops)
  *            → desired (newest valid config × instances)

@@ -259,6 +259,9 @@ type Verdict = Omit<Extract<ValidationResult, { ok: true }>, 'durationMs' | 'cac
 
 const SIGNAL_NAMES: Readonly<Record<string, string>> = { SIGSEGV: 'crashed (SIGSEGV)', SIGABRT: 'aborted (SIGABRT)', SIGKILL: 'was killed (SIGKILL)' };
 
+/** The longest a check may be given, however long the ones before took. */
+const MAX_CHECK_MS = 600_000;
+
 /**
  * Validates renders: phase one, then one `haproxy -c` at a time (callers queue
  * in order), remembering definitive verdicts by the render's hash. Only what
@@ -267,9 +270,6 @@ const SIGNAL_NAMES: Readonly<Record<string, string>> = { SIGSEGV: 'crashed (SIGS
  * `durationMs` is the wall time of the call, queueing included; a cached
  * result reports the time of the lookup.
  */
-/** The longest a check may be given, however long the ones before took. */
-const MAX_CHECK_MS = 600_000;
-
 export class Validator {
   private readonly haproxyBin: string;
   private readonly timeoutMs: number;

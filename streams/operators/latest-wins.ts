@@ -53,26 +53,26 @@ export function latestWins<T, R>(project: (value: T) => ObservableInput<R>, opti
             subscriber.next(result);
             if (running !== id) return;
             idle = options.givesWay?.(result) ?? false;
-            if (idle && waiting) {
-              const next = waiting;
-              waiting = undefined;
-              deadline = next.deadline;
-              start(next.value);
-            }
+            if (idle && waiting) startWaiting();
           },
           error: (err: unknown) => subscriber.error(err),
           complete: () => {
             if (running !== id) return;
             running = 0;
-            const next = waiting;
-            waiting = undefined;
-            deadline = next?.deadline ?? Infinity;
-            if (next) start(next.value);
-            else if (sourceDone) subscriber.complete();
+            if (!startWaiting() && sourceDone) subscriber.complete();
           },
         });
         // A projection that completed at once may have started the next one already.
         if (running === id) inner = subscription;
+      };
+
+      /** Projects the value held back, if one is, with the deadline it carries; says whether one was. */
+      const startWaiting = (): boolean => {
+        const next = waiting;
+        waiting = undefined;
+        deadline = next?.deadline ?? Infinity;
+        if (next) start(next.value);
+        return next !== undefined;
       };
 
       const outer = source.subscribe({
