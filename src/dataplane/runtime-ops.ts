@@ -207,6 +207,19 @@ export function translateOps(ops: readonly RuntimeOp[], ctx: TranslateContext): 
         // Its storage replaces a loaded certificate at runtime where it can; the reload path uploads it.
         reasons.push(`certificate ${op.cert} is replaced through the Data Plane API's storage, with the configuration`);
         break;
+      case 'cert-new':
+      case 'cert-del':
+        reasons.push(`certificate ${op.cert} is ${op.kind === 'cert-new' ? 'uploaded to' : 'removed from'} the Data Plane API's storage, with the configuration`);
+        break;
+      case 'crt-list-add':
+      case 'crt-list-del':
+        reasons.push(`crt-list ${op.list} is replaced through the Data Plane API's storage, with the configuration`);
+        break;
+      default: {
+        // Every kind of operation is handled above: a new one must say how it goes, or why it reloads.
+        const unknown: never = op;
+        reasons.push(`operation ${(unknown as RuntimeOp).kind} has no Data Plane API call`);
+      }
     }
   }
   return reasons.length > 0 ? { ok: false, reasons } : { ok: true, calls, actions };

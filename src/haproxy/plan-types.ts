@@ -106,8 +106,49 @@ export interface CertSetOp {
   content: string;
 }
 
+/** Loads a certificate haproxy has not loaded yet (`new ssl cert`, then as CertSetOp), for a crt-list line to name. */
+export interface CertNewOp {
+  kind: 'cert-new';
+  cert: string;
+  ref: string;
+  content: string;
+}
+
+/** Appends a line to a crt-list a bind line loads (`add ssl crt-list`); its certificate is loaded already. */
+export interface CrtListAddOp {
+  kind: 'crt-list-add';
+  /** The crt-list's file name in RenderedConfig.certs, and its path as the configuration spells it. */
+  list: string;
+  listRef: string;
+  /** The file name of the line's certificate. */
+  cert: string;
+  /** The line: the certificate's path, then its SNI filters. */
+  entry: string;
+}
+
+/** Removes the one line of a certificate from a crt-list (`del ssl crt-list`). */
+export interface CrtListDelOp {
+  kind: 'crt-list-del';
+  list: string;
+  listRef: string;
+  cert: string;
+  /** The certificate's path as the line spells it. */
+  certRef: string;
+}
+
+/** Unloads a certificate nothing uses any more (`del ssl cert`). */
+export interface CertDelOp {
+  kind: 'cert-del';
+  cert: string;
+  ref: string;
+}
+
 export type RuntimeOp =
   | CertSetOp
+  | CertNewOp
+  | CrtListAddOp
+  | CrtListDelOp
+  | CertDelOp
   | ServerAddOp
   | ServerAddrOp
   | ServerWeightOp

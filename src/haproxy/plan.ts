@@ -10,7 +10,9 @@
  * integration tests check against haproxy 2.6:
  * - servers added to or removed from a backend (or listen section), or given a
  *   new address/port, weight or state, when its other lines are unchanged;
- * - entries added, changed or deleted in a map file present on both sides.
+ * - entries added, changed or deleted in a map file present on both sides;
+ * - certificates renewed, and crt-list lines added or removed with their
+ *   certificates, where haproxy then serves what a fresh start would (plan-certs.ts).
  * Everything else reloads, with reasons naming what changed.
  *
  * How templates should write backends so that endpoint changes never reload:
@@ -36,11 +38,12 @@
  */
 import type { ConfigLine, HaproxyConfig, Section } from './config.ts';
 import { type TextEdit, editConfig, parseConfig } from './config.ts';
-import { type RenderedConfig, auxPath } from '../templating/rendered.ts';
+import type { RenderedConfig } from '../templating/rendered.ts';
 import { compareStrings, diffLines, lineKey, sameSectionLayout, sectionLabel } from './plan-config.ts';
 import { planMap } from './plan-maps.ts';
 import { DRAIN_MARKER, carryFacts, collectServers, planServers, runningFacts } from './plan-servers.ts';
-import type { CertSetOp, Plan, RuntimeOp, ServerAddOp, ServerDelOp, ServerRef, ServerStateOp } from './plan-types.ts';
+import { boundCrtLists, planCerts } from './plan-certs.ts';
+import type { Plan, RuntimeOp, ServerAddOp, ServerDelOp, ServerRef, ServerStateOp } from './plan-types.ts';
 
 export type * from './plan-types.ts';
 export type { MapEntry } from './map-file.ts';
@@ -128,7 +131,7 @@ export function planDeployment(previous: RenderedConfig | undefined, next: Rende
   if (previous === undefined) return { kind: 'reload', reasons: ['nothing is deployed yet'], after: drainOps(nextConfig) };
   if (previous.hash === next.hash) return { kind: 'none' };
 
-  const certs = planCerts(previous.certs, next.certs);
+  const certs = planCerts(previous.certs, next.certs, () => boundCrtLists(nextConfig));
   const reasons: string[] = [...certs.reasons, ...auxReasons('file', previous.files, next.files)];
   // What a file says on an instance depends on whether its references are rewritten.
   if ((previous.referencing ?? []).join('\n') !== (next.referencing ?? []).join('\n')) reasons.push('the files marked as naming other files changed');
@@ -185,36 +188,9 @@ export function planDeployment(previous: RenderedConfig | undefined, next: Rende
   }
 
   if (reasons.length > 0) return { kind: 'reload', reasons, after: drainOps(nextConfig) };
-  const ops = [...certs.ops, ...sections.early, ...mapOps, ...sections.late];
+  const ops = [...certs.early, ...sections.early, ...mapOps, ...sections.late, ...certs.late];
   return ops.length === 0 ? { kind: 'none' } : { kind: 'runtime', ops };
 }
-
-const PEM_CERTIFICATE = /^-----BEGIN CERTIFICATE-----$/m;
-const PEM_KEY = /^-----BEGIN (?:[A-Z]+ )?PRIVATE KEY-----$/m;
-
-/**
- * A certificate whose text changed is replaced at runtime when it was and stays a
- * certificate with its key, the file haproxy loads for a bind or a server (a renewal,
- * by far the most frequent change of a certificate). Anything else about certificate
- * files reloads: a new or removed file, a crt-list, a CA file, and a text with an empty
- * line, which would end the runtime command's payload early.
- */
-function planCerts(before: Readonly<Record<string, string>>, after: Readonly<Record<string, string>>): { reasons: string[]; ops: CertSetOp[] } {
-  const reasons: string[] = [];
-  const ops: CertSetOp[] = [];
-  for (const name of [...new Set([...Object.keys(before), ...Object.keys(after)])].sort(compareStrings)) {
-    const was = before[name];
-    const is = after[name];
-    if (was === undefined) reasons.push(`certificate ${name} is new`);
-    else if (is === undefined) reasons.push(`certificate ${name} was removed`);
-    else if (was === is) continue;
-    else if (isKeyPair(was) && isKeyPair(is) && !/\n[ \t]*\r?\n/.test(is.trimEnd())) ops.push({ kind: 'cert-set', cert: name, ref: auxPath('certs', name), content: is.trimEnd() });
-    else reasons.push(`certificate ${name} changed`);
-  }
-  return { reasons, ops };
-}
-
-const isKeyPair = (text: string) => PEM_CERTIFICATE.test(text) && PEM_KEY.test(text);
 
 /**
  * The changes between pairs of sections with the same key, as runtime operations in

@@ -69,6 +69,17 @@ export function runtimeCommands(op: RuntimeOp, ctx: RuntimeCommandContext = {}):
     case 'cert-set':
       // The certificate goes as the command's payload: the lines after `<<`, up to an empty line.
       return [`${line('set', 'ssl', 'cert', op.ref)} <<\n${op.content}`, line('commit', 'ssl', 'cert', op.ref)];
+    case 'cert-new':
+      // An empty store first: `set ssl cert` only fills one haproxy has.
+      return [line('new', 'ssl', 'cert', op.ref), `${line('set', 'ssl', 'cert', op.ref)} <<\n${op.content}`, line('commit', 'ssl', 'cert', op.ref)];
+    case 'crt-list-add':
+      // The line as the crt-list file holds it, as payload: haproxy reads it with the file's syntax.
+      if (/[\r\n]/.test(op.entry)) throw new RangeError('a crt-list line cannot carry a line break');
+      return [`${line('add', 'ssl', 'crt-list', op.listRef)} <<\n${op.entry}`];
+    case 'crt-list-del':
+      return [line('del', 'ssl', 'crt-list', op.listRef, op.certRef)];
+    case 'cert-del':
+      return [line('del', 'ssl', 'cert', op.ref)];
     case 'map-replace': {
       const version = ctx.mapVersion;
       if (version === undefined) throw new RangeError(`map-replace of ${op.ref} needs the version from "prepare map"`);
@@ -93,7 +104,10 @@ export function parsePreparedVersion(reply: string): number | undefined {
  * Whether haproxy's answer to a command sent by runtimeCommands means success.
  * Most of these commands answer nothing when they succeed; the others answer
  * with a fixed sentence (`commit ssl cert`: "Committing <file>", progress dots,
- * then "Success!"). `del server` answers "Server still has connections
+ * then "Success!"; `new ssl cert`: "New empty certificate store '<file>'!"; `add ssl
+ * crt-list`: "Inserting certificate '<file>' in crt-list '<list>'.", then "Success!";
+ * `del ssl crt-list`: "Entry '<file>' deleted in crtlist '<list>'!"; `del ssl cert`:
+ * "Certificate '<file>' deleted!"). `del server` answers "Server still has connections
  * attached to it, cannot remove it." while connections remain: the server is
  * already in maintenance then, so the caller may retry later.
  */
@@ -101,6 +115,10 @@ export function replySucceeded(command: string, reply: string): boolean {
   const text = replyText(reply);
   if (command.startsWith('set ssl cert ')) return /^Transaction (?:created|updated) for certificate /.test(text);
   if (command.startsWith('commit ssl cert ')) return text.startsWith('Committing ') && text.endsWith('\nSuccess!') && !text.includes("Can't");
+  if (command.startsWith('new ssl cert ')) return /^New empty certificate store '[^\n]*'!$/.test(text);
+  if (command.startsWith('add ssl crt-list ')) return text.startsWith('Inserting certificate ') && text.endsWith('\nSuccess!') && !text.includes("Can't");
+  if (command.startsWith('del ssl crt-list ')) return /^Entry '[^\n]*' deleted in crtlist '[^\n]*'!$/.test(text);
+  if (command.startsWith('del ssl cert ')) return /^Certificate '[^\n]*' deleted!$/.test(text);
   if (command.startsWith('add server ')) return text === 'New server registered.';
   if (command.startsWith('del server ')) return text === 'Server deleted.';
   if (command.startsWith('prepare map ')) return parsePreparedVersion(text) !== undefined;

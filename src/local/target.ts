@@ -52,6 +52,12 @@ export class LocalTarget {
    */
   private readonly pendingDeletes = new Map<string, { command: string; attempts: number; settings: string[] | undefined }>();
   private retryTimer: NodeJS.Timeout | undefined;
+  /**
+   * Why the running haproxy differs from `running`: runtime commands of a deployment
+   * that failed went in, and the reload that should have settled them was refused. Only
+   * a reload (or a start) makes it match again, so the next deployment reloads.
+   */
+  private unsettled: string | undefined;
   /** Set while haproxy is down after stopping on its own: since when, and why. */
   private down: { since: number; cause: string } | undefined;
   private restartTimer: NodeJS.Timeout | undefined;
@@ -100,7 +106,8 @@ export class LocalTarget {
     // own, not in one stretch with what led here in the same turn (the fast path making
     // the render its base): /healthz is answered in between.
     await nextTurn();
-    const plan = planDeployment(this.running, config);
+    const planned = planDeployment(this.running, config);
+    const plan: Plan = this.unsettled && planned.kind !== 'reload' ? { kind: 'reload', reasons: [`haproxy still holds runtime changes of a deployment that failed (${this.unsettled})`], after: [] } : planned;
     switch (plan.kind) {
       case 'none':
         // Another text that runs the same (a map in another order: what a full render does after
@@ -120,7 +127,9 @@ export class LocalTarget {
         }
         // The runtime state is now partly changed; a reload on the new files settles it.
         this.step('fallback', failure);
-        return this.reload(config, { kind: 'reload', reasons: [failure], after: [] });
+        const outcome = await this.reload(config, { kind: 'reload', reasons: [failure], after: [] });
+        if (!outcome.reloaded) this.unsettled = failure;
+        return outcome;
       }
       case 'reload':
         return this.reload(config, plan);
@@ -129,6 +138,7 @@ export class LocalTarget {
 
   private async applyFast(config: RenderedConfig, fast: { from: string; ops: readonly RuntimeOp[] }): Promise<InstanceOutcome> {
     if (!this.haproxy.running || !this.running) return { ok: false, reloaded: false, runtimeOps: 0, error: 'fast path: haproxy is not running a configuration yet' };
+    if (this.unsettled) return { ok: false, reloaded: false, runtimeOps: 0, error: 'fast path: haproxy still holds runtime changes of a deployment that failed; left to the full deployment' };
     // Planned from what this instance runs: apply as planned; from anything else, plan again.
     const plan: Plan = this.running.hash === fast.from ? { kind: 'runtime', ops: [...fast.ops] } : planDeployment(this.running, config);
     if (plan.kind === 'none') {
@@ -173,6 +183,7 @@ export class LocalTarget {
     this.running = config;
     this.startedAt = Date.now();
     this.pendingDeletes.clear();
+    this.unsettled = undefined;
     if (this.down) {
       const { since, cause } = this.down;
       this.down = undefined;
@@ -191,8 +202,11 @@ export class LocalTarget {
     await writeStateFiles(this.options.stateDir, config, previous);
     this.step('reload', plan.reasons.join('; '));
     const result = await this.haproxy.reload();
-    // The new process starts from the files: nothing is left to delete.
-    if (result.ok) this.pendingDeletes.clear();
+    // The new process starts from the files: nothing is left to delete, nothing differs.
+    if (result.ok) {
+      this.pendingDeletes.clear();
+      this.unsettled = undefined;
+    }
     if (!result.ok) {
       if (previous) await writeStateFiles(this.options.stateDir, previous, config);
       return { ok: false, reloaded: false, runtimeOps: 0, error: result.message };
@@ -245,7 +259,7 @@ export class LocalTarget {
         continue;
       }
       // The op's last command answered well: the op is done.
-      if (sent[i + 1]?.op !== op) this.step('runtime', `${op.kind} ${'backend' in op ? `${op.backend}/${op.server}` : 'map' in op ? op.map : op.cert}`);
+      if (sent[i + 1]?.op !== op) this.step('runtime', `${op.kind} ${'backend' in op ? `${op.backend}/${op.server}` : 'map' in op ? op.map : 'list' in op ? `${op.list} ${op.cert}` : op.cert}`);
     }
     return failure;
   }

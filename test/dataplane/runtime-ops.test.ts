@@ -93,6 +93,20 @@ describe('translateOps: maps', () => {
     assert.match(reasons([{ kind: 'map-replace', map: 'hosts.map', ref: 'maps/hosts.map', entries: [] }])[0]!, /replaced in one step/);
     // The storage upload of the reload path is what replaces a certificate on a Data Plane API instance.
     assert.deepEqual(reasons([{ kind: 'cert-set', cert: 'site.pem', ref: 'ssl/site.pem', content: 'x' }]), ["certificate site.pem is replaced through the Data Plane API's storage, with the configuration"]);
+    assert.deepEqual(
+      reasons([
+        { kind: 'cert-new', cert: 'b.pem', ref: 'ssl/b.pem', content: 'x' },
+        { kind: 'crt-list-add', list: 'https.crtlist', listRef: 'ssl/https.crtlist', cert: 'b.pem', entry: 'ssl/b.pem b.example' },
+        { kind: 'crt-list-del', list: 'https.crtlist', listRef: 'ssl/https.crtlist', cert: 'c.pem', certRef: 'ssl/c.pem' },
+        { kind: 'cert-del', cert: 'c.pem', ref: 'ssl/c.pem' },
+      ]),
+      [
+        "certificate b.pem is uploaded to the Data Plane API's storage, with the configuration",
+        "crt-list https.crtlist is replaced through the Data Plane API's storage, with the configuration",
+        "crt-list https.crtlist is replaced through the Data Plane API's storage, with the configuration",
+        "certificate c.pem is removed from the Data Plane API's storage, with the configuration",
+      ],
+    );
   });
 });
 

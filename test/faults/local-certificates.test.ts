@@ -1,10 +1,11 @@
 /**
- * A TLS Secret renewed under `haprx local`, with the shipped templates: the new
- * certificate reaches haproxy at runtime (`set ssl cert`, `commit ssl cert`), haproxy
+ * TLS under `haprx local`, with the shipped templates: a renewed Secret's certificate
+ * reaches haproxy at runtime (`set ssl cert`, `commit ssl cert`), and so does a new TLS
+ * host with its own Secret (`new ssl cert`, `add ssl crt-list`) and its removal; haproxy
  * does not reload, and HTTP traffic goes on without a failure meanwhile.
  */
 import assert from 'node:assert/strict';
-import { writeFile } from 'node:fs/promises';
+import { rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { selfSigned, servedSerial } from '../support/certificates.ts';
@@ -12,8 +13,9 @@ import { freePort } from '../support/ports.ts';
 import { LocalHaprx, manifest } from '../support/local-haprx.ts';
 
 const b64 = (text: string) => Buffer.from(text).toString('base64');
-const tlsSecret = (pair: { crt: string; key: string }) =>
-  `apiVersion: v1\nkind: Secret\ntype: kubernetes.io/tls\nmetadata: {name: site, namespace: shop}\ndata:\n  tls.crt: ${b64(pair.crt)}\n  tls.key: ${b64(pair.key)}\n`;
+const tlsSecret = (pair: { crt: string; key: string }, name = 'site') =>
+  `apiVersion: v1\nkind: Secret\ntype: kubernetes.io/tls\nmetadata: {name: ${name}, namespace: shop}\ndata:\n  tls.crt: ${b64(pair.crt)}\n  tls.key: ${b64(pair.key)}\n`;
+const tlsIngress = (name: string, host: string, secret: string) => manifest.ingress(name, host, 'a').replace('spec:\n', `spec:\n  tls: [{hosts: [${host}], secretName: ${secret}}]\n`);
 
 describe('local mode: a renewed TLS Secret (real haproxy, shipped templates)', () => {
   const haprx = new LocalHaprx();
@@ -23,7 +25,7 @@ describe('local mode: a renewed TLS Secret (real haproxy, shipped templates)', (
 
   before(async () => {
     httpsPort = await freePort();
-    const ingress = manifest.ingress('secure', 'secure.test', 'a').replace('spec:\n', 'spec:\n  tls: [{hosts: [secure.test], secretName: site}]\n');
+    const ingress = tlsIngress('secure', 'secure.test', 'site');
     await haprx.start({
       manifests: { 'services.yaml': manifest.service('a'), 'ingress.yaml': ingress, 'secret.yaml': tlsSecret(first) },
       echoes: ['e1'],
@@ -49,6 +51,25 @@ describe('local mode: a renewed TLS Secret (real haproxy, shipped templates)', (
     t.diagnostic(`renewed certificate served ${live} ms after the Secret was written; ${result.failed} of ${result.sent} requests failed`);
     assert.equal((await haprx.showProc())!.reloads, reloads, 'haproxy did not reload');
     assert.ok(haprx.logged(mark, /^deployed to local/), haprx.recentLogs());
+    assert.equal(result.failed, 0, result.failures.slice(0, 5).join(', '));
+  });
+
+  it('serves a new TLS host its certificate without a reload, and removes it the same way', async (t) => {
+    const traffic = haprx.traffic('secure.test', 'e1');
+    const reloads = (await haprx.showProc())!.reloads;
+    const web = selfSigned('web.test');
+    const written = Date.now();
+    // Its line sorts after the first one (shop/site), whose certificate is served when no name matches.
+    await writeFile(join(haprx.manifests, 'web.yaml'), `${tlsIngress('web', 'web.test', 'web')}---\n${tlsSecret(web, 'web')}`);
+    await haprx.until('the new host served its certificate', async () => ((await servedSerial(httpsPort, 'web.test')) === web.serial ? true : undefined));
+    const live = Date.now() - written;
+    await haprx.served('web.test', 'e1');
+    await rm(join(haprx.manifests, 'web.yaml'));
+    await haprx.until('the host gone', async () => ((await servedSerial(httpsPort, 'web.test')) !== web.serial ? true : undefined));
+    const result = await traffic.stop();
+    t.diagnostic(`new TLS host served its certificate ${live} ms after it was written; ${result.failed} of ${result.sent} requests failed`);
+    assert.equal((await haprx.showProc())!.reloads, reloads, 'haproxy did not reload');
+    assert.equal(await servedSerial(httpsPort, 'web.test'), (await servedSerial(httpsPort, 'secure.test')) ?? 'none');
     assert.equal(result.failed, 0, result.failures.slice(0, 5).join(', '));
   });
 });

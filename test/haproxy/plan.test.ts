@@ -156,7 +156,7 @@ describe('planDeployment: servers at runtime', () => {
     });
     const ops = runtimeOps(planDeployment(prev, next));
     assert.deepEqual(
-      ops.map((op) => `${op.kind} ${'backend' in op ? `${op.backend}/${op.server}` : 'key' in op ? op.key : op.ref}`),
+      ops.map((op) => `${op.kind} ${'backend' in op ? `${op.backend}/${op.server}` : 'key' in op ? op.key : 'ref' in op ? op.ref : op.listRef}`),
       [
         'server-add be_api/a0',
         'server-add be_web/s0',
@@ -526,6 +526,76 @@ describe('planDeployment: reloads', () => {
     // With a section that reloads, the renewal goes with the reload.
     const both = planDeployment(prev, rendered({ global: 'maxconn 2000', certs: { 'site.pem': pair('B'), 'api.pem': pair('C'), 'https.crtlist': 'ssl/site.pem site.example\n', 'ca.pem': ca('X') } }));
     assert.deepEqual(reloadReasons(both), ['global: line "maxconn 1000" changed to "maxconn 2000"']);
+  });
+
+  describe('a crt-list', () => {
+    const pair = (body: string) => `-----BEGIN CERTIFICATE-----\n${body}\n-----END CERTIFICATE-----\n-----BEGIN PRIVATE KEY-----\nK${body}\n-----END PRIVATE KEY-----\n`;
+    const https = 'frontend https\n    bind 127.0.0.1:8443 ssl crt-list ssl/https.crtlist';
+    const withList = (lines: string[], certs: Record<string, string>, extra = https) => rendered({ extra, certs: { ...certs, 'https.crtlist': lines.map((l) => `${l}\n`).join('') } });
+    const base = withList(['ssl/a.pem a.example', 'ssl/c.pem c.example www.c.example'], { 'a.pem': pair('A'), 'c.pem': pair('C') });
+
+    it('takes a new certificate and its line at runtime; a removed one goes after everything else', () => {
+      const added = planDeployment(base, withList(['ssl/a.pem a.example', 'ssl/b.pem b.example', 'ssl/c.pem c.example www.c.example'], { 'a.pem': pair('A'), 'b.pem': pair('B'), 'c.pem': pair('C') }));
+      assert.deepEqual(runtimeOps(added), [
+        { kind: 'cert-new', cert: 'b.pem', ref: 'ssl/b.pem', content: pair('B').trimEnd() },
+        { kind: 'crt-list-add', list: 'https.crtlist', listRef: 'ssl/https.crtlist', cert: 'b.pem', entry: 'ssl/b.pem b.example' },
+      ]);
+      const removed = planDeployment(base, withList(['ssl/a.pem a.example'], { 'a.pem': pair('A') }));
+      assert.deepEqual(runtimeOps(removed), [
+        { kind: 'crt-list-del', list: 'https.crtlist', listRef: 'ssl/https.crtlist', cert: 'c.pem', certRef: 'ssl/c.pem' },
+        { kind: 'cert-del', cert: 'c.pem', ref: 'ssl/c.pem' },
+      ]);
+      // A certificate another line keeps loaded stays; one already loaded is not loaded again.
+      const two = `${https}\nfrontend other\n    bind 127.0.0.1:9443 ssl crt-list ssl/other.crtlist`;
+      const lists = (mine: string, other: string) => rendered({ extra: two, certs: { 'a.pem': pair('A'), 'c.pem': pair('C'), 'https.crtlist': mine, 'other.crtlist': other } });
+      const moved = planDeployment(lists('ssl/a.pem a.example\nssl/c.pem c.example\n', 'ssl/c.pem c.example\n'), lists('ssl/a.pem a.example\n', 'ssl/c.pem c.example\nssl/a.pem other.example\n'));
+      assert.deepEqual(runtimeOps(moved), [
+        { kind: 'crt-list-add', list: 'other.crtlist', listRef: 'ssl/other.crtlist', cert: 'a.pem', entry: 'ssl/a.pem other.example' },
+        { kind: 'crt-list-del', list: 'https.crtlist', listRef: 'ssl/https.crtlist', cert: 'c.pem', certRef: 'ssl/c.pem' },
+      ]);
+      // A renewal and a new line of another certificate go together, the renewal first.
+      const both = planDeployment(base, withList(['ssl/a.pem a.example', 'ssl/b.pem b.example', 'ssl/c.pem c.example www.c.example'], { 'a.pem': pair('A2'), 'b.pem': pair('B'), 'c.pem': pair('C') }));
+      assert.deepEqual(runtimeOps(both).map((op) => `${op.kind} ${'cert' in op ? op.cert : ''}`), ['cert-set a.pem', 'cert-new b.pem', 'crt-list-add b.pem']);
+    });
+
+    it('reloads where haproxy would serve other certificates than a fresh start would', () => {
+      // The certificates the lines name, as the template writes them.
+      const next = (lines: string[], certs: Record<string, string> = {}) =>
+        withList(lines, { ...Object.fromEntries(['a', 'b', 'c'].filter((n) => lines.some((l) => l.startsWith(`ssl/${n}.pem`))).map((n) => [`${n}.pem`, pair(n.toUpperCase())])), ...certs });
+      const cases: [string[], string, Record<string, string>?][] = [
+        // The first line's certificate is the one served without SNI, or for names no line has.
+        [['ssl/b.pem b.example', 'ssl/a.pem a.example', 'ssl/c.pem c.example www.c.example'], 'crt-list https.crtlist: its first line, whose certificate is served when no name matches, changed'],
+        // A line of a certificate already in the list, changed: haproxy would need its line number.
+        [['ssl/a.pem a.example', 'ssl/c.pem c.example'], 'crt-list https.crtlist: the line of ssl/c.pem changed'],
+        [['ssl/a.pem a.example', 'ssl/c.pem c.example www.c.example', 'ssl/c.pem d.example'], 'crt-list https.crtlist: the line of ssl/c.pem changed'],
+        // Names two lines ask for: which certificate a name gets would depend on the order of the lines.
+        [['ssl/a.pem a.example', 'ssl/b.pem c.example', 'ssl/c.pem c.example www.c.example'], 'crt-list https.crtlist: c.example is on two lines'],
+        // Without names, a line serves the names in its certificate, which the plan does not read.
+        [['ssl/a.pem a.example', 'ssl/b.pem', 'ssl/c.pem c.example www.c.example'], 'crt-list https.crtlist: ssl/b.pem has no SNI filter, so it serves the names in its certificate'],
+        [['ssl/a.pem a.example', 'ssl/b.pem !x.example b.example', 'ssl/c.pem c.example www.c.example'], 'crt-list https.crtlist: ssl/b.pem has a negative SNI filter'],
+        [['ssl/a.pem a.example', 'ssl/b.pem [verify optional ca-file ssl/ca.pem] b.example', 'ssl/c.pem c.example www.c.example'], 'crt-list https.crtlist: ssl/b.pem has options'],
+        [['ssl/a.pem a.example', 'ssl/c.pem c.example www.c.example', '/etc/ssl/z.pem z.example'], 'crt-list https.crtlist: /etc/ssl/z.pem is not a certificate of this configuration'],
+        [['ssl/a.pem a.example', 'ssl/b.pem b.example', 'ssl/c.pem c.example www.c.example'], 'certificate b.pem is not a certificate with its key in one PEM file without empty lines', { 'b.pem': `${pair('B')}\n\n# note\n` }],
+      ];
+      for (const [lines, reason, certs] of cases) {
+        // A certificate the refused line would have loaded is new on its own, too.
+        const [first, ...more] = reloadReasons(planDeployment(base, next(lines, certs)));
+        assert.equal(first, reason, lines.join(' | '));
+        assert.ok(more.every((r) => /^certificate [a-z]\.pem is new$/.test(r)), more.join(', '));
+      }
+      // A line without names stays: the names in its certificate may be the new line's too.
+      const unnamed = withList(['ssl/a.pem a.example', 'ssl/c.pem'], { 'a.pem': pair('A'), 'c.pem': pair('C') });
+      const beside = withList(['ssl/a.pem a.example', 'ssl/b.pem b.example', 'ssl/c.pem'], { 'a.pem': pair('A'), 'b.pem': pair('B'), 'c.pem': pair('C') });
+      assert.equal(reloadReasons(planDeployment(unnamed, beside))[0], 'crt-list https.crtlist: ssl/c.pem has no SNI filter, so it serves the names in its certificate');
+      // A certificate on two lines: haproxy deletes one of them by a line number of its own.
+      const twice = withList(['ssl/a.pem a.example', 'ssl/c.pem c.example', 'ssl/c.pem www.c.example'], { 'a.pem': pair('A'), 'c.pem': pair('C') });
+      assert.deepEqual(reloadReasons(planDeployment(twice, withList(['ssl/a.pem a.example'], { 'a.pem': pair('A') }))), ['crt-list https.crtlist: the line of ssl/c.pem changed', 'certificate c.pem was removed']);
+      // A certificate no longer named anywhere is removed; one that is new without a line to load it reloads.
+      assert.deepEqual(reloadReasons(planDeployment(base, withList(['ssl/a.pem a.example', 'ssl/c.pem c.example www.c.example'], { 'a.pem': pair('A'), 'c.pem': pair('C'), 'x.pem': pair('X') }))), ['certificate x.pem is new']);
+      // A crt-list no bind line names is a file like any other.
+      const unbound = (lines: string[]) => withList(lines, { 'a.pem': pair('A'), 'b.pem': pair('B') }, 'frontend https\n    bind 127.0.0.1:8443');
+      assert.deepEqual(reloadReasons(planDeployment(unbound(['ssl/a.pem a.example']), unbound(['ssl/a.pem a.example', 'ssl/b.pem b.example']))), ['certificate https.crtlist changed']);
+    });
   });
 
   it('an unreadable configuration reloads', () => {

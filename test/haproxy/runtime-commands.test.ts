@@ -59,6 +59,18 @@ describe('runtimeCommands', () => {
       { kind: 'cert-set', cert: 'my site.pem', ref: 'ssl/my site.pem', content: '-----BEGIN CERTIFICATE-----\nAAAA\n-----END CERTIFICATE-----' },
       ['set ssl cert ssl/my\\ site.pem <<\n-----BEGIN CERTIFICATE-----\nAAAA\n-----END CERTIFICATE-----', 'commit ssl cert ssl/my\\ site.pem'],
     ],
+    [
+      'loads a new certificate into an empty store first',
+      { kind: 'cert-new', cert: 'b.pem', ref: 'ssl/b.pem', content: '-----BEGIN CERTIFICATE-----\nBBBB\n-----END CERTIFICATE-----' },
+      ['new ssl cert ssl/b.pem', 'set ssl cert ssl/b.pem <<\n-----BEGIN CERTIFICATE-----\nBBBB\n-----END CERTIFICATE-----', 'commit ssl cert ssl/b.pem'],
+    ],
+    [
+      'adds a crt-list line as the payload, in the file\'s syntax',
+      { kind: 'crt-list-add', list: 'https.crtlist', listRef: 'ssl/https.crtlist', cert: 'b.pem', entry: 'ssl/b.pem b.example *.b.example' },
+      ['add ssl crt-list ssl/https.crtlist <<\nssl/b.pem b.example *.b.example'],
+    ],
+    ['deletes a crt-list line by its certificate', { kind: 'crt-list-del', list: 'https.crtlist', listRef: 'ssl/https.crtlist', cert: 'b.pem', certRef: 'ssl/b.pem' }, ['del ssl crt-list ssl/https.crtlist ssl/b.pem']],
+    ['unloads a certificate', { kind: 'cert-del', cert: 'b.pem', ref: 'ssl/b.pem' }, ['del ssl cert ssl/b.pem']],
   ];
   for (const [what, op, expected] of cases) {
     it(what, () => assert.deepEqual(runtimeCommands(op), expected));
@@ -105,5 +117,14 @@ describe('replies', () => {
     assert.equal(replySucceeded('set ssl cert ssl/a.pem <<\nX', "+ + Can't replace a certificate which is not referenced by the configuration!\nCan't update ssl/a.pem!\n"), false);
     assert.equal(replySucceeded('commit ssl cert ssl/a.pem', 'Committing ssl/a.pem...\nSuccess!\n'), true);
     assert.equal(replySucceeded('commit ssl cert ssl/a.pem', "No ongoing transaction! !\nCan't commit ssl/a.pem!\n"), false);
+    // Word for word as haproxy 2.6.12 answered over the master CLI.
+    assert.equal(replySucceeded('new ssl cert ssl/b.pem', "New empty certificate store 'ssl/b.pem'!\n\n"), true);
+    assert.equal(replySucceeded('new ssl cert ssl/b.pem', "Certificate 'ssl/b.pem' already exists!\n\n"), false);
+    assert.equal(replySucceeded('add ssl crt-list ssl/https.crtlist <<\nssl/b.pem b.example', "+ + Inserting certificate 'ssl/b.pem' in crt-list 'ssl/https.crtlist'.\nSuccess!\n\n"), true);
+    assert.equal(replySucceeded('add ssl crt-list ssl/https.crtlist <<\nssl/z.pem z.example', "+ + Can't edit the crt-list: certificate 'ssl/z.pem' does not exist!\n\n"), false);
+    assert.equal(replySucceeded('add ssl crt-list ssl/nope.crtlist <<\nssl/b.pem b.example', "Can't edit the crt-list: crt-list 'ssl/nope.crtlist' does not exist!\n\n"), false);
+    assert.equal(replySucceeded('del ssl crt-list ssl/https.crtlist ssl/b.pem', "Entry 'ssl/b.pem' deleted in crtlist 'ssl/https.crtlist'!\n\n"), true);
+    assert.equal(replySucceeded('del ssl cert ssl/b.pem', "Certificate 'ssl/b.pem' deleted!\n\n"), true);
+    assert.equal(replySucceeded('del ssl cert ssl/a.pem', "Can't remove the certificate: certificate 'ssl/a.pem' in use, can't be deleted!\n\n\n"), false);
   });
 });

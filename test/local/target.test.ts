@@ -291,3 +291,90 @@ describe('LocalTarget renewing a certificate (real haproxy)', () => {
     assert.equal(await servedSerial(tlsPort, 'tls.test'), renewed.serial);
   });
 });
+
+describe('LocalTarget adding and removing TLS hosts (real haproxy)', () => {
+  let dir: string;
+  let port: number;
+  let tlsPort: number;
+  let target: LocalTarget;
+  let echo: Awaited<ReturnType<typeof startEcho>>;
+  const steps: string[] = [];
+  const site = selfSigned('tls.test');
+  const added = selfSigned('b.test');
+  /** An HTTPS front end whose crt-list serves site.pem for tls.test, and each of `more` (file → [pem, host]) for its host. */
+  const withHosts = (more: Record<string, [string, string]>) =>
+    routingConfig(port, { be_a: [{ name: 's1', port: echo.port }] }, Object.fromEntries(['tls.test', ...Object.values(more).map(([, host]) => host)].map((h) => [h, 'be_a'])), {
+      extra: ['frontend fe_tls', `  bind 127.0.0.1:${tlsPort} ssl crt-list ssl/https.crtlist`, '  default_backend be_a'].join('\n'),
+      certs: {
+        'site.pem': site.pem,
+        ...Object.fromEntries(Object.entries(more).map(([file, [pem]]) => [file, pem])),
+        'https.crtlist': ['ssl/site.pem tls.test', ...Object.entries(more).map(([file, [, host]]) => `ssl/${file} ${host}`)].map((l) => `${l}\n`).join(''),
+      },
+    });
+  const reloads = async () => (await target.haproxy.showProc()).reloads;
+
+  before(async () => {
+    dir = await mkdtemp(join(tmpdir(), 'haprx-hosts-'));
+    port = await freePort();
+    tlsPort = await freePort();
+    echo = await startEcho('a1');
+    target = new LocalTarget({ bin: 'haproxy', stateDir: dir, onStep: (s) => steps.push(`${s.kind}: ${s.detail}`) });
+    assert.deepEqual(await target.deploy(withHosts({})), { ok: true, reloaded: true, runtimeOps: 0 });
+  });
+
+  after(async () => {
+    await target.stop();
+    await echo.close();
+    await rm(dir, { recursive: true, force: true });
+  });
+
+  it('serves a new host its own certificate without a reload, as a fresh start on the files does', async () => {
+    assert.equal(await servedSerial(tlsPort, 'b.test'), site.serial);
+    const before = await reloads();
+    const next = withHosts({ 'b.pem': [added.pem, 'b.test'] });
+    // The certificate loaded, its crt-list line, the map entry of its host.
+    assert.deepEqual(await target.deploy(next), { ok: true, reloaded: false, runtimeOps: 3 });
+    assert.equal(await reloads(), before);
+    assert.ok(steps.includes('runtime: cert-new b.pem') && steps.includes('runtime: crt-list-add https.crtlist b.pem'), steps.join('\n'));
+    assert.equal(await servedSerial(tlsPort, 'b.test'), added.serial);
+    assert.equal(await servedSerial(tlsPort, 'tls.test'), site.serial);
+    // A name no line has still gets the first line's certificate.
+    assert.equal(await servedSerial(tlsPort, 'other.test'), site.serial);
+    assert.equal(await readFile(join(dir, 'ssl', 'https.crtlist'), 'utf8'), next.certs['https.crtlist']);
+    assert.equal(await readFile(join(dir, 'ssl', 'b.pem'), 'utf8'), added.pem);
+    // What a fresh start on the files serves is the same.
+    assert.deepEqual(await target.haproxy.reload(), { ok: true });
+    assert.deepEqual(await Promise.all(['b.test', 'tls.test', 'other.test'].map((n) => servedSerial(tlsPort, n))), [added.serial, site.serial, site.serial]);
+  });
+
+  it('removes a host\'s line and certificate without a reload', async () => {
+    const before = await reloads();
+    assert.deepEqual(await target.deploy(withHosts({})), { ok: true, reloaded: false, runtimeOps: 3 });
+    assert.equal(await reloads(), before);
+    assert.ok(steps.includes('runtime: crt-list-del https.crtlist b.pem') && steps.includes('runtime: cert-del b.pem'), steps.join('\n'));
+    assert.equal(await servedSerial(tlsPort, 'b.test'), site.serial);
+    assert.doesNotMatch(await target.haproxy.runtime('show ssl cert'), /ssl\/b\.pem/);
+  });
+
+  it('falls back to a reload when haproxy refuses a new certificate; refused again, the files go back and the other hosts are served on', async () => {
+    const before = await reloads();
+    // A certificate with another certificate's key: haproxy refuses it at runtime and in a configuration.
+    const mismatched = added.crt + site.key;
+    const outcome = await target.deploy(withHosts({ 'c.pem': [mismatched, 'c.test'] }));
+    assert.equal(outcome.ok, false);
+    assert.ok(steps.includes("fallback: runtime command \"commit ssl cert\" failed: inconsistencies between private key and certificate loaded 'ssl/c.pem'.\nCan't commit ssl/c.pem!"), steps.join('\n'));
+    assert.match(outcome.error ?? '', /inconsistencies between private key and certificate loaded 'ssl\/c\.pem'/);
+    assert.equal(await reloads(), before + 1);
+    assert.equal(await servedSerial(tlsPort, 'tls.test'), site.serial);
+    assert.equal(await readFile(join(dir, 'ssl', 'https.crtlist'), 'utf8'), 'ssl/site.pem tls.test\n');
+    // The running haproxy kept what went in before the refusal (an empty store for c.pem, the map entry of
+    // c.test): fixed, the host reloads once, which settles that, and the next one goes at runtime again.
+    const good = selfSigned('c.test');
+    assert.deepEqual(await target.deploy(withHosts({ 'c.pem': [good.pem, 'c.test'] })), { ok: true, reloaded: true, runtimeOps: 0 });
+    assert.ok(steps.at(-1)?.startsWith('reload: haproxy still holds runtime changes of a deployment that failed (runtime command "commit ssl cert" failed'), steps.at(-1));
+    assert.equal(await servedSerial(tlsPort, 'c.test'), good.serial);
+    const third = selfSigned('d.test');
+    assert.deepEqual(await target.deploy(withHosts({ 'c.pem': [good.pem, 'c.test'], 'd.pem': [third.pem, 'd.test'] })), { ok: true, reloaded: false, runtimeOps: 3 });
+    assert.equal(await servedSerial(tlsPort, 'd.test'), third.serial);
+  });
+});
