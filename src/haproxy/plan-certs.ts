@@ -16,9 +16,10 @@
  * name matches, and a name on two lines gets the certificate of one of them. So a
  * line goes at runtime only when the first line stays, every line names its hosts
  * (a line without names serves the names inside its certificate, which are not read
- * here), and no name is on two lines. A changed line of a certificate still in the
- * list reloads too: haproxy deletes a line by its certificate, and by a line number of
- * its own when the certificate is on several lines.
+ * here), and no name is on two lines. A certificate's line with hosts added or
+ * removed (a Secret several Ingresses share) is added anew, and the old line deleted
+ * last by the number haproxy gives it (the certificate is on two lines meanwhile); a
+ * certificate on several lines reloads when one of them changes.
  */
 import { auxPath } from '../templating/rendered.ts';
 import type { HaproxyConfig } from './config.ts';
@@ -147,20 +148,23 @@ function planCrtList(list: string, was: readonly CrtListLine[], is: readonly Crt
     const file = classify(path);
     return file?.kind === 'certs' && !file.name.includes('/') && after[file.name] !== undefined ? file.name : undefined;
   };
+  // A certificate on one line before and after may have its line edited: the new line goes
+  // in first, and the old one, found by its text, goes last, so that every name keeps a line.
+  const edited = (line: CrtListLine) => wasCount.get(line.path) === 1 && isCount.get(line.path) === 1;
   for (const line of was) {
     if (isTexts.has(line.text)) continue;
-    if (wasCount.get(line.path) !== 1 || isCount.has(line.path)) {
+    if (wasCount.get(line.path) !== 1 || (isCount.has(line.path) && (!edited(line) || line.options))) {
       reasons.add(`${at}: the line of ${line.path} changed`);
       continue;
     }
     const file = classify(line.path);
-    dels.push({ kind: 'crt-list-del', list, listRef, cert: file?.name ?? line.path, certRef: line.path });
+    dels.push({ kind: 'crt-list-del', list, listRef, cert: file?.name ?? line.path, certRef: line.path, ...(edited(line) && { entry: line.text }) });
   }
   const hosts = new Map<string, number>();
   for (const line of is) for (const f of line.filters) hosts.set(f, (hosts.get(f) ?? 0) + 1);
   for (const line of is) {
     if (wasTexts.has(line.text)) continue;
-    if (wasCount.has(line.path) || isCount.get(line.path) !== 1) {
+    if ((wasCount.has(line.path) && !edited(line)) || isCount.get(line.path) !== 1) {
       reasons.add(`${at}: the line of ${line.path} changed`);
       continue;
     }

@@ -134,6 +134,11 @@ export interface CrtListDelOp {
   cert: string;
   /** The certificate's path as the line spells it. */
   certRef: string;
+  /**
+   * The old line's text, when the certificate's line was edited: the new line is in by
+   * then, so haproxy needs the old one's number (`show ssl crt-list -n`).
+   */
+  entry?: string;
 }
 
 /** Unloads a certificate nothing uses any more (`del ssl cert`). */

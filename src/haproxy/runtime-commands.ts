@@ -30,6 +30,8 @@ export function addServerWords(op: Pick<ServerAddOp, 'backend' | 'server' | 'add
 export interface RuntimeCommandContext {
   /** For map-replace: the version `prepare map` answered (see parsePreparedVersion). */
   mapVersion?: number;
+  /** For a crt-list-del with an entry: the line's number, as `show ssl crt-list -n` answered (see crtListLineNumber). */
+  crtListLine?: number;
 }
 
 /**
@@ -76,8 +78,11 @@ export function runtimeCommands(op: RuntimeOp, ctx: RuntimeCommandContext = {}):
       // The line as the crt-list file holds it, as payload: haproxy reads it with the file's syntax.
       if (/[\r\n]/.test(op.entry)) throw new RangeError('a crt-list line cannot carry a line break');
       return [`${line('add', 'ssl', 'crt-list', op.listRef)} <<\n${op.entry}`];
-    case 'crt-list-del':
-      return [line('del', 'ssl', 'crt-list', op.listRef, op.certRef)];
+    case 'crt-list-del': {
+      if (op.entry === undefined) return [line('del', 'ssl', 'crt-list', op.listRef, op.certRef)];
+      if (ctx.crtListLine === undefined) throw new RangeError(`crt-list-del of a line of ${op.certRef} needs its number from "show ssl crt-list -n"`);
+      return [line('del', 'ssl', 'crt-list', op.listRef, `${op.certRef}:${ctx.crtListLine}`)];
+    }
     case 'cert-del':
       return [line('del', 'ssl', 'cert', op.ref)];
     case 'map-replace': {
@@ -92,6 +97,25 @@ export function runtimeCommands(op: RuntimeOp, ctx: RuntimeCommandContext = {}):
 /** Allocates the version a map-replace fills in. */
 export function prepareMapCommand(op: Pick<MapReplaceOp, 'ref'>): string {
   return line('prepare', 'map', op.ref);
+}
+
+/** Lists a crt-list's lines with the numbers haproxy gives them, for a crt-list-del with an entry. */
+export function showCrtListCommand(op: { listRef: string }): string {
+  return line('show', 'ssl', 'crt-list', '-n', op.listRef);
+}
+
+/**
+ * The number of the line `entry` (a certificate path, then SNI filters) in an answer to
+ * `show ssl crt-list -n`: "# <list>", then one "<path>:<number> <filters>" per line.
+ */
+export function crtListLineNumber(reply: string, entry: string): number | undefined {
+  const [path, ...filters] = entry.trim().split(/[ \t]+/);
+  for (const text of reply.split('\n')) {
+    const [first, ...rest] = text.trim().split(/[ \t]+/);
+    const m = /^(.*):(\d+)$/.exec(first ?? '');
+    if (m && m[1] === path && rest.join(' ') === filters.join(' ')) return Number(m[2]);
+  }
+  return undefined;
 }
 
 /** Reads the version out of the answer to `prepare map` ("New version created: 3"). */

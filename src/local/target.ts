@@ -1,7 +1,7 @@
 import { mkdir } from 'node:fs/promises';
 import type { InstanceOutcome } from '../events.ts';
 import { type Plan, type RuntimeOp, planDeployment } from '../haproxy/plan.ts';
-import { parsePreparedVersion, prepareMapCommand, replySucceeded, replyText, runtimeCommands } from '../haproxy/runtime-commands.ts';
+import { crtListLineNumber, parsePreparedVersion, prepareMapCommand, replySucceeded, replyText, runtimeCommands, showCrtListCommand } from '../haproxy/runtime-commands.ts';
 import { readdOps } from '../haproxy/server-readd.ts';
 import type { RenderedConfig } from '../templating/rendered.ts';
 import { HaproxyProcess, type HaproxyProcessOptions } from './haproxy-process.ts';
@@ -228,6 +228,7 @@ export class LocalTarget {
     const ops = await this.takeBack(planned);
     if (typeof ops === 'string') return ops;
     const mapVersions = new Map<RuntimeOp, number>();
+    const crtListLines = new Map<RuntimeOp, number>();
     for (const op of ops) {
       if (op.kind === 'map-replace') {
         // haproxy allocates the version the entries are added to: one round trip first.
@@ -236,9 +237,16 @@ export class LocalTarget {
         if (version === undefined) return `prepare map ${op.ref} failed: ${reply.trim()}`;
         mapVersions.set(op, version);
       }
+      if (op.kind === 'crt-list-del' && op.entry !== undefined) {
+        // An edited line is deleted by its number, which the line added before it does not change.
+        const reply = await this.haproxy.runtime(showCrtListCommand(op));
+        const number = crtListLineNumber(reply, op.entry);
+        if (number === undefined) return `crt-list ${op.list}: the running haproxy has no line "${op.entry}"`;
+        crtListLines.set(op, number);
+      }
     }
     const sent = ops.flatMap((op) =>
-      runtimeCommands(op, { mapVersion: mapVersions.get(op) }).map((command) => ({ op, command, reply: this.haproxy.runtime(command) })),
+      runtimeCommands(op, { mapVersion: mapVersions.get(op), crtListLine: crtListLines.get(op) }).map((command) => ({ op, command, reply: this.haproxy.runtime(command) })),
     );
     // Every answer is awaited, so none is left to fail unobserved.
     const replies = await Promise.allSettled(sent.map((s) => s.reply));

@@ -1,7 +1,8 @@
 /**
  * TLS under `haprx local`, with the shipped templates: a renewed Secret's certificate
  * reaches haproxy at runtime (`set ssl cert`, `commit ssl cert`), and so does a new TLS
- * host with its own Secret (`new ssl cert`, `add ssl crt-list`) and its removal; haproxy
+ * host with its own Secret (`new ssl cert`, `add ssl crt-list`), a second host of that
+ * Secret (its crt-list line edited), and their removal; haproxy
  * does not reload, and HTTP traffic goes on without a failure meanwhile.
  */
 import assert from 'node:assert/strict';
@@ -54,7 +55,7 @@ describe('local mode: a renewed TLS Secret (real haproxy, shipped templates)', (
     assert.equal(result.failed, 0, result.failures.slice(0, 5).join(', '));
   });
 
-  it('serves a new TLS host its certificate without a reload, and removes it the same way', async (t) => {
+  it('serves a new TLS host its certificate without a reload, a second host of the same Secret too, and removes them the same way', async (t) => {
     const traffic = haprx.traffic('secure.test', 'e1');
     const reloads = (await haprx.showProc())!.reloads;
     const web = selfSigned('web.test');
@@ -64,6 +65,12 @@ describe('local mode: a renewed TLS Secret (real haproxy, shipped templates)', (
     await haprx.until('the new host served its certificate', async () => ((await servedSerial(httpsPort, 'web.test')) === web.serial ? true : undefined));
     const live = Date.now() - written;
     await haprx.served('web.test', 'e1');
+    // A second Ingress with the same Secret: its host joins the certificate's line.
+    await writeFile(join(haprx.manifests, 'web2.yaml'), tlsIngress('web2', 'www.web.test', 'web'));
+    await haprx.until('the shared certificate served to the second host', async () => ((await servedSerial(httpsPort, 'www.web.test')) === web.serial ? true : undefined));
+    await rm(join(haprx.manifests, 'web2.yaml'));
+    await haprx.until('the second host gone', async () => ((await servedSerial(httpsPort, 'www.web.test')) !== web.serial ? true : undefined));
+    assert.equal(await servedSerial(httpsPort, 'web.test'), web.serial);
     await rm(join(haprx.manifests, 'web.yaml'));
     await haprx.until('the host gone', async () => ((await servedSerial(httpsPort, 'web.test')) !== web.serial ? true : undefined));
     const result = await traffic.stop();

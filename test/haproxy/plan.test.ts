@@ -553,6 +553,12 @@ describe('planDeployment: reloads', () => {
         { kind: 'crt-list-add', list: 'other.crtlist', listRef: 'ssl/other.crtlist', cert: 'a.pem', entry: 'ssl/a.pem other.example' },
         { kind: 'crt-list-del', list: 'https.crtlist', listRef: 'ssl/https.crtlist', cert: 'c.pem', certRef: 'ssl/c.pem' },
       ]);
+      // Hosts added to or removed from a certificate's line (a shared Secret): the new line first, the old one last, by its text.
+      const edited = planDeployment(base, withList(['ssl/a.pem a.example', 'ssl/c.pem c.example shop.c.example'], { 'a.pem': pair('A'), 'c.pem': pair('C') }));
+      assert.deepEqual(runtimeOps(edited), [
+        { kind: 'crt-list-add', list: 'https.crtlist', listRef: 'ssl/https.crtlist', cert: 'c.pem', entry: 'ssl/c.pem c.example shop.c.example' },
+        { kind: 'crt-list-del', list: 'https.crtlist', listRef: 'ssl/https.crtlist', cert: 'c.pem', certRef: 'ssl/c.pem', entry: 'ssl/c.pem c.example www.c.example' },
+      ]);
       // A renewal and a new line of another certificate go together, the renewal first.
       const both = planDeployment(base, withList(['ssl/a.pem a.example', 'ssl/b.pem b.example', 'ssl/c.pem c.example www.c.example'], { 'a.pem': pair('A2'), 'b.pem': pair('B'), 'c.pem': pair('C') }));
       assert.deepEqual(runtimeOps(both).map((op) => `${op.kind} ${'cert' in op ? op.cert : ''}`), ['cert-set a.pem', 'cert-new b.pem', 'crt-list-add b.pem']);
@@ -565,9 +571,10 @@ describe('planDeployment: reloads', () => {
       const cases: [string[], string, Record<string, string>?][] = [
         // The first line's certificate is the one served without SNI, or for names no line has.
         [['ssl/b.pem b.example', 'ssl/a.pem a.example', 'ssl/c.pem c.example www.c.example'], 'crt-list https.crtlist: its first line, whose certificate is served when no name matches, changed'],
-        // A line of a certificate already in the list, changed: haproxy would need its line number.
-        [['ssl/a.pem a.example', 'ssl/c.pem c.example'], 'crt-list https.crtlist: the line of ssl/c.pem changed'],
+        // A certificate on two lines: haproxy deletes one of them by a line number of its own.
         [['ssl/a.pem a.example', 'ssl/c.pem c.example www.c.example', 'ssl/c.pem d.example'], 'crt-list https.crtlist: the line of ssl/c.pem changed'],
+        // The first line's names are the first line.
+        [['ssl/a.pem a.example www.a.example', 'ssl/c.pem c.example www.c.example'], 'crt-list https.crtlist: its first line, whose certificate is served when no name matches, changed'],
         // Names two lines ask for: which certificate a name gets would depend on the order of the lines.
         [['ssl/a.pem a.example', 'ssl/b.pem c.example', 'ssl/c.pem c.example www.c.example'], 'crt-list https.crtlist: c.example is on two lines'],
         // Without names, a line serves the names in its certificate, which the plan does not read.

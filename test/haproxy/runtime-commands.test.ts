@@ -2,11 +2,14 @@ import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import type { RuntimeOp } from '../../src/haproxy/plan.ts';
 import {
+  type RuntimeCommandContext,
+  crtListLineNumber,
   escapeCliWord,
   parsePreparedVersion,
   prepareMapCommand,
   replySucceeded,
   runtimeCommands,
+  showCrtListCommand,
 } from '../../src/haproxy/runtime-commands.ts';
 
 const target = { map: 'hosts.map', ref: 'maps/hosts.map' };
@@ -30,7 +33,7 @@ describe('escapeCliWord', () => {
 });
 
 describe('runtimeCommands', () => {
-  const cases: [string, RuntimeOp, string[]][] = [
+  const cases: [string, RuntimeOp, string[], RuntimeCommandContext?][] = [
     [
       'adds a server and enables it',
       { kind: 'server-add', ...ref, address: '10.0.0.1:80', args: ['maxconn', '50', 'weight', '20'], state: 'ready', health: false, agent: false },
@@ -71,10 +74,28 @@ describe('runtimeCommands', () => {
     ],
     ['deletes a crt-list line by its certificate', { kind: 'crt-list-del', list: 'https.crtlist', listRef: 'ssl/https.crtlist', cert: 'b.pem', certRef: 'ssl/b.pem' }, ['del ssl crt-list ssl/https.crtlist ssl/b.pem']],
     ['unloads a certificate', { kind: 'cert-del', cert: 'b.pem', ref: 'ssl/b.pem' }, ['del ssl cert ssl/b.pem']],
+    [
+      'deletes an edited line by its number',
+      { kind: 'crt-list-del', list: 'https.crtlist', listRef: 'ssl/https.crtlist', cert: 'b.pem', certRef: 'ssl/b.pem', entry: 'ssl/b.pem b.example' },
+      ['del ssl crt-list ssl/https.crtlist ssl/b.pem:7'],
+      { crtListLine: 7 },
+    ],
   ];
-  for (const [what, op, expected] of cases) {
-    it(what, () => assert.deepEqual(runtimeCommands(op), expected));
+  for (const [what, op, expected, ctx] of cases) {
+    it(what, () => assert.deepEqual(runtimeCommands(op, ctx), expected));
   }
+
+  it('needs the number of an edited line, and reads it from show ssl crt-list -n', () => {
+    const op: RuntimeOp = { kind: 'crt-list-del', list: 'https.crtlist', listRef: 'ssl/https.crtlist', cert: 'b.pem', certRef: 'ssl/b.pem', entry: 'ssl/b.pem b.example' };
+    assert.throws(() => runtimeCommands(op), /needs its number/);
+    assert.equal(showCrtListCommand(op), 'show ssl crt-list -n ssl/https.crtlist');
+    // As haproxy 2.6.12 answers, the new line of the same certificate beside the old one.
+    const reply = '# ssl/https.crtlist\nssl/a.pem:1 a.example\nssl/b.pem:2 b.example\nssl/b.pem:4 b.example www.b.example\n\n';
+    assert.equal(crtListLineNumber(reply, 'ssl/b.pem b.example'), 2);
+    assert.equal(crtListLineNumber(reply, 'ssl/b.pem b.example www.b.example'), 4);
+    assert.equal(crtListLineNumber(reply, 'ssl/b.pem www.b.example'), undefined);
+    assert.equal(crtListLineNumber(reply, 'ssl/c.pem b.example'), undefined);
+  });
 
   it('fills a prepared map version and commits it', () => {
     const op: RuntimeOp = {

@@ -303,12 +303,12 @@ describe('LocalTarget adding and removing TLS hosts (real haproxy)', () => {
   const added = selfSigned('b.test');
   /** An HTTPS front end whose crt-list serves site.pem for tls.test, and each of `more` (file → [pem, host]) for its host. */
   const withHosts = (more: Record<string, [string, string]>) =>
-    routingConfig(port, { be_a: [{ name: 's1', port: echo.port }] }, Object.fromEntries(['tls.test', ...Object.values(more).map(([, host]) => host)].map((h) => [h, 'be_a'])), {
+    routingConfig(port, { be_a: [{ name: 's1', port: echo.port }] }, Object.fromEntries(['tls.test', ...Object.values(more).map(([, host]) => host.split(' ')[0]!)].map((h) => [h, 'be_a'])), {
       extra: ['frontend fe_tls', `  bind 127.0.0.1:${tlsPort} ssl crt-list ssl/https.crtlist`, '  default_backend be_a'].join('\n'),
       certs: {
         'site.pem': site.pem,
         ...Object.fromEntries(Object.entries(more).map(([file, [pem]]) => [file, pem])),
-        'https.crtlist': ['ssl/site.pem tls.test', ...Object.entries(more).map(([file, [, host]]) => `ssl/${file} ${host}`)].map((l) => `${l}\n`).join(''),
+        'https.crtlist': ['ssl/site.pem tls.test', ...Object.entries(more).map(([file, [, hosts]]) => `ssl/${file} ${hosts}`)].map((l) => `${l}\n`).join(''),
       },
     });
   const reloads = async () => (await target.haproxy.showProc()).reloads;
@@ -345,6 +345,29 @@ describe('LocalTarget adding and removing TLS hosts (real haproxy)', () => {
     // What a fresh start on the files serves is the same.
     assert.deepEqual(await target.haproxy.reload(), { ok: true });
     assert.deepEqual(await Promise.all(['b.test', 'tls.test', 'other.test'].map((n) => servedSerial(tlsPort, n))), [added.serial, site.serial, site.serial]);
+  });
+
+  it('adds and removes hosts of a certificate on its line without a reload, every name served throughout', async () => {
+    const before = await reloads();
+    // The line of b.pem gains www.b.test: the new line goes in, then the old one goes by its number.
+    // Handshakes for b.test meanwhile all get its certificate.
+    let deploying = true;
+    const seen: (string | undefined)[] = [];
+    const handshakes = (async () => {
+      while (deploying && seen.length < 500) seen.push(await servedSerial(tlsPort, 'b.test'));
+    })();
+    const outcome = await target.deploy(withHosts({ 'b.pem': [added.pem, 'b.test www.b.test'] }));
+    deploying = false;
+    await handshakes;
+    assert.deepEqual(outcome, { ok: true, reloaded: false, runtimeOps: 2 });
+    assert.ok(seen.length > 0 && seen.every((serial) => serial === added.serial), `${seen.length} handshakes: ${[...new Set(seen)].join(', ')}`);
+    assert.deepEqual(await Promise.all(['b.test', 'www.b.test'].map((n) => servedSerial(tlsPort, n))), [added.serial, added.serial]);
+    assert.match(await target.haproxy.runtime('show ssl crt-list ssl/https.crtlist'), /^ssl\/b\.pem b\.test www\.b\.test$/m);
+    assert.doesNotMatch(await target.haproxy.runtime('show ssl crt-list ssl/https.crtlist'), /^ssl\/b\.pem b\.test$/m);
+    assert.deepEqual(await target.deploy(withHosts({ 'b.pem': [added.pem, 'b.test'] })), { ok: true, reloaded: false, runtimeOps: 2 });
+    assert.deepEqual(await Promise.all(['b.test', 'www.b.test'].map((n) => servedSerial(tlsPort, n))), [added.serial, site.serial]);
+    assert.equal(await reloads(), before);
+    assert.ok(steps.includes('runtime: crt-list-del https.crtlist b.pem'), steps.join('\n'));
   });
 
   it('removes a host\'s line and certificate without a reload', async () => {
