@@ -22,8 +22,8 @@
  * certificate on several lines reloads when one of them changes.
  */
 import { auxPath } from '../templating/rendered.ts';
-import type { HaproxyConfig } from './config.ts';
 import { classify } from './aux-refs.ts';
+import { type CrtListLine, crtListLines, isKeyPair } from './crt-list.ts';
 import { compareStrings } from './plan-config.ts';
 import type { CertDelOp, CertNewOp, CertSetOp, CrtListAddOp, CrtListDelOp } from './plan-types.ts';
 
@@ -35,50 +35,8 @@ export interface CertPlan {
   late: (CrtListDelOp | CertDelOp)[];
 }
 
-const PEM_CERTIFICATE = /^-----BEGIN CERTIFICATE-----$/m;
-const PEM_KEY = /^-----BEGIN (?:[A-Z]+ )?PRIVATE KEY-----$/m;
-
 /** A certificate with its key, and no empty line, which would end the runtime command's payload early. */
-const isRuntimePair = (text: string) => PEM_CERTIFICATE.test(text) && PEM_KEY.test(text) && !/\n[ \t]*\r?\n/.test(text.trimEnd());
-
-/** A crt-list line as haproxy 2.6 reads one: blank-separated words, `[…]` options after the certificate, then SNI filters. */
-interface CrtListLine {
-  text: string;
-  /** The certificate's path as written. */
-  path: string;
-  options: boolean;
-  filters: string[];
-}
-
-function crtListLines(text: string): CrtListLine[] {
-  const lines: CrtListLine[] = [];
-  for (const raw of text.split('\n')) {
-    const line = raw.trim();
-    if (line === '' || line.startsWith('#')) continue;
-    const words = line.split(/[ \t]+/);
-    const options = line.includes('[');
-    const close = words.findIndex((w) => w.endsWith(']'));
-    lines.push({ text: line, path: words[0]!, options, filters: options ? words.slice(close + 1) : words.slice(1) });
-  }
-  return lines;
-}
-
-/** The certificate files bind lines load as crt-lists (`bind … crt-list ssl/<name>`). */
-export function boundCrtLists(config: HaproxyConfig): Set<string> {
-  const names = new Set<string>();
-  for (const section of config.sections) {
-    if (section.type !== 'frontend' && section.type !== 'listen') continue;
-    for (const line of section.lines) {
-      if (line.keyword !== 'bind') continue;
-      for (let i = 0; i < line.args.length - 1; i++) {
-        if (line.args[i] !== 'crt-list') continue;
-        const file = classify(line.args[i + 1]!);
-        if (file?.kind === 'certs') names.add(file.name);
-      }
-    }
-  }
-  return names;
-}
+const isRuntimePair = (text: string) => isKeyPair(text) && !/\n[ \t]*\r?\n/.test(text.trimEnd());
 
 /**
  * Plans the certificate files from `before` to `after`. `lists` gives the crt-lists bind

@@ -42,7 +42,8 @@ import type { RenderedConfig } from '../templating/rendered.ts';
 import { compareStrings, diffLines, lineKey, sameSectionLayout, sectionLabel } from './plan-config.ts';
 import { planMap } from './plan-maps.ts';
 import { DRAIN_MARKER, carryFacts, collectServers, planServers, runningFacts } from './plan-servers.ts';
-import { boundCrtLists, planCerts } from './plan-certs.ts';
+import { boundCrtLists } from './crt-list.ts';
+import { planCerts } from './plan-certs.ts';
 import type { Plan, RuntimeOp, ServerAddOp, ServerDelOp, ServerRef, ServerStateOp } from './plan-types.ts';
 
 export type * from './plan-types.ts';

@@ -27,6 +27,8 @@ import type { ValidationProblem } from '../events.ts';
 import { AUX_DIRS, AUX_KINDS, auxPath } from '../templating/rendered.ts';
 import type { RenderedConfig, RenderedFiles } from '../templating/rendered.ts';
 import { tokenize } from './config.ts';
+import { certificateCheck } from './certificate-check.ts';
+import { configOf } from './plan.ts';
 import { MAIN_FILE, checkStructure, fileNameProblem } from './structure.ts';
 import { errorMessage } from '../errors.ts';
 import { runChild, type ChildRunner } from './child-run.ts';
@@ -44,7 +46,8 @@ export function couldNotRun(phase: ValidationPhase): boolean {
 }
 
 export type ValidationResult =
-  | { ok: true; warnings: ValidationProblem[]; durationMs: number; cached: boolean }
+  /** `certificates`: checked as the certificates it changed from a render that passed (certificate-check.ts). */
+  | { ok: true; warnings: ValidationProblem[]; durationMs: number; cached: boolean; certificates?: true }
   | { ok: false; phase: ValidationPhase; problems: ValidationProblem[]; warnings: ValidationProblem[]; durationMs: number; cached: boolean };
 
 export interface ValidatorOptions {
@@ -289,6 +292,8 @@ export class Validator {
   private allowedMs: number;
   // Map iteration follows insertion order; re-inserting on a hit makes the first key the least recently used.
   private readonly cache = new Map<string, Verdict>();
+  /** The last render haproxy -c passed, whole or by its certificates, and its warnings: what the next may differ from in certificates only. */
+  private passed: { files: RenderedFiles; warnings: ValidationProblem[] } | undefined;
 
   constructor(options: ValidatorOptions = {}) {
     this.haproxyBin = options.haproxyBin ?? 'haproxy';
@@ -304,16 +309,17 @@ export class Validator {
   async validate(rendered: RenderedConfig, signal?: AbortSignal): Promise<ValidationResult> {
     const started = performance.now();
     // Copies, so that no caller can alter a remembered verdict.
-    const finish = (verdict: Verdict, cached: boolean): ValidationResult => {
+    const finish = (verdict: Verdict, cached: boolean, certificates = false): ValidationResult => {
       const durationMs = performance.now() - started;
       const warnings = verdict.warnings.map((p) => ({ ...p }));
-      if (verdict.ok) return { ok: true, warnings, durationMs, cached };
+      if (verdict.ok) return { ok: true, warnings, durationMs, cached, ...(certificates && { certificates }) };
       return { ok: false, phase: verdict.phase, problems: verdict.problems.map((p) => ({ ...p })), warnings, durationMs, cached };
     };
     const aborted: Verdict = { ok: false, phase: 'aborted', problems: [{ file: MAIN_FILE, message: 'validation aborted' }], warnings: [] };
     if (signal?.aborted) return finish(aborted, false);
 
     const hit = this.lookup(rendered.hash);
+    if (hit?.ok) this.passed = { files: rendered, warnings: hit.warnings };
     if (hit) return finish(hit, true);
     // The check (writing a copy of every file, at 10k backends megabytes) starts on a turn of
     // its own, not in one stretch with the render's bookkeeping in the turn it arrived.
@@ -327,6 +333,18 @@ export class Validator {
       // An identical render may have been checked while this one waited.
       const late = this.lookup(rendered.hash);
       if (late) return finish(late, true);
+      const small = this.passed && certificateCheck(this.passed.files, rendered, () => configOf(rendered));
+      if (small) {
+        // Anything but a clean pass (a refusal, a warning, a check that could not run) checks the render whole.
+        const outcome = await runHaproxyCheck(small, { haproxyBin: this.haproxyBin, timeoutMs: this.timeoutMs, tmpDir: this.tmpDir, env: this.env, signal, runner: this.runner });
+        if (outcome.kind === 'aborted') return finish(aborted, false);
+        if (outcome.kind === 'exited' && outcome.code === 0 && outcome.errors.length === 0 && outcome.warnings.length === 0) {
+          const verdict: Verdict = { ok: true, warnings: this.passed!.warnings };
+          this.remember(rendered.hash, verdict);
+          this.passed = { files: rendered, warnings: verdict.warnings };
+          return finish(verdict, false, true);
+        }
+      }
       const checkStarted = performance.now();
       const outcome = await runHaproxyCheck(rendered, { haproxyBin: this.haproxyBin, timeoutMs: this.allowedMs, tmpDir: this.tmpDir, env: this.env, signal, runner: this.runner });
       if (outcome.kind === 'timeout') this.allowedMs = Math.min(this.allowedMs * 2, Math.max(this.timeoutMs, MAX_CHECK_MS));
@@ -334,6 +352,7 @@ export class Validator {
       const verdict = this.judge(outcome);
       // Only haproxy's own verdicts are facts about the render; the rest may differ next time.
       if (outcome.kind === 'exited') this.remember(rendered.hash, verdict);
+      if (verdict.ok) this.passed = { files: rendered, warnings: verdict.warnings };
       return finish(verdict, false);
     } finally {
       this.queue.release();
