@@ -239,112 +239,93 @@ describe('LocalTarget deleting a busy server (real haproxy)', () => {
   });
 });
 
+/**
+ * A LocalTarget on a real haproxy for the tests of one describe: an HTTPS front end on a
+ * port of its own whose crt-list is ssl/https.crtlist, routing to one echo server.
+ * `first` is deployed before the tests, and must start haproxy.
+ */
+function tlsTarget(prefix: string, first: () => RenderedConfig) {
+  const fx = { dir: '', port: 0, tlsPort: 0, steps: [] as string[], target: undefined as unknown as LocalTarget, echo: undefined as unknown as Awaited<ReturnType<typeof startEcho>> };
+  before(async () => {
+    fx.dir = await mkdtemp(join(tmpdir(), prefix));
+    fx.port = await freePort();
+    fx.tlsPort = await freePort();
+    fx.echo = await startEcho('a1');
+    fx.target = new LocalTarget({ bin: 'haproxy', stateDir: fx.dir, onStep: (s) => fx.steps.push(`${s.kind}: ${s.detail}`) });
+    assert.deepEqual(await fx.target.deploy(first()), { ok: true, reloaded: true, runtimeOps: 0 });
+  });
+  after(async () => {
+    await fx.target.stop();
+    await fx.echo.close();
+    await rm(fx.dir, { recursive: true, force: true });
+  });
+  /** The routing configuration with that front end, `hosts` routed to the echo server. */
+  const config = (hosts: readonly string[], certs: Record<string, string>) =>
+    routingConfig(fx.port, { be_a: [{ name: 's1', port: fx.echo.port }] }, Object.fromEntries(hosts.map((h) => [h, 'be_a'])), {
+      extra: ['frontend fe_tls', `  bind 127.0.0.1:${fx.tlsPort} ssl crt-list ssl/https.crtlist`, '  default_backend be_a'].join('\n'),
+      certs,
+    });
+  const reloads = async () => (await fx.target.haproxy.showProc()).reloads;
+  return { fx, config, reloads };
+}
+
 describe('LocalTarget renewing a certificate (real haproxy)', () => {
-  let dir: string;
-  let port: number;
-  let tlsPort: number;
-  let target: LocalTarget;
-  let echo: Awaited<ReturnType<typeof startEcho>>;
-  const steps: string[] = [];
   const first = selfSigned('tls.test');
   const renewed = selfSigned('tls.test');
   const spare = selfSigned('spare.test');
-  /** The routing configuration with an HTTPS front end whose crt-list serves `site` for tls.test; `spare.pem` is loaded by nothing. */
-  const withCerts = (site: string, sparePem = spare.pem) =>
-    routingConfig(port, { be_a: [{ name: 's1', port: echo.port }] }, { 'tls.test': 'be_a' }, {
-      extra: ['frontend fe_tls', `  bind 127.0.0.1:${tlsPort} ssl crt-list ssl/https.crtlist`, '  default_backend be_a'].join('\n'),
-      certs: { 'site.pem': site, 'spare.pem': sparePem, 'https.crtlist': 'ssl/site.pem tls.test\n' },
-    });
-  const reloads = async () => (await target.haproxy.showProc()).reloads;
-
-  before(async () => {
-    dir = await mkdtemp(join(tmpdir(), 'haprx-certs-'));
-    port = await freePort();
-    tlsPort = await freePort();
-    echo = await startEcho('a1');
-    target = new LocalTarget({ bin: 'haproxy', stateDir: dir, onStep: (s) => steps.push(`${s.kind}: ${s.detail}`) });
-    assert.deepEqual(await target.deploy(withCerts(first.pem)), { ok: true, reloaded: true, runtimeOps: 0 });
-  });
-
-  after(async () => {
-    await target.stop();
-    await echo.close();
-    await rm(dir, { recursive: true, force: true });
-  });
+  /** The crt-list serves `site` for tls.test; `spare.pem` is loaded by nothing. */
+  const withCerts = (site: string, sparePem = spare.pem) => config(['tls.test'], { 'site.pem': site, 'spare.pem': sparePem, 'https.crtlist': 'ssl/site.pem tls.test\n' });
+  const { fx, config, reloads } = tlsTarget('haprx-certs-', () => withCerts(first.pem));
 
   it('replaces a renewed certificate at runtime: new handshakes get it, haproxy does not reload, the file on disk follows', async () => {
-    assert.equal(await servedSerial(tlsPort, 'tls.test'), first.serial);
+    assert.equal(await servedSerial(fx.tlsPort, 'tls.test'), first.serial);
     const before = await reloads();
-    assert.deepEqual(await target.deploy(withCerts(renewed.pem)), { ok: true, reloaded: false, runtimeOps: 1 });
-    assert.equal(await servedSerial(tlsPort, 'tls.test'), renewed.serial);
+    assert.deepEqual(await fx.target.deploy(withCerts(renewed.pem)), { ok: true, reloaded: false, runtimeOps: 1 });
+    assert.equal(await servedSerial(fx.tlsPort, 'tls.test'), renewed.serial);
     assert.equal(await reloads(), before);
-    assert.equal(await readFile(join(dir, 'ssl', 'site.pem'), 'utf8'), renewed.pem);
-    assert.ok(steps.includes('runtime: cert-set site.pem'), steps.join('\n'));
+    assert.equal(await readFile(join(fx.dir, 'ssl', 'site.pem'), 'utf8'), renewed.pem);
+    assert.ok(fx.steps.includes('runtime: cert-set site.pem'), fx.steps.join('\n'));
   });
 
   it('reloads when haproxy refuses the replacement (a certificate no configuration line loads), and serves on', async () => {
     const before = await reloads();
-    const outcome = await target.deploy(withCerts(renewed.pem, selfSigned('spare.test').pem));
+    const outcome = await fx.target.deploy(withCerts(renewed.pem, selfSigned('spare.test').pem));
     assert.deepEqual(outcome, { ok: true, reloaded: true, runtimeOps: 0 });
     assert.equal(await reloads(), before + 1);
-    assert.ok(steps.includes("fallback: runtime command \"set ssl cert\" failed: Can't replace a certificate which is not referenced by the configuration!\nCan't update ssl/spare.pem!"), steps.join('\n'));
-    assert.equal(await servedSerial(tlsPort, 'tls.test'), renewed.serial);
+    assert.ok(fx.steps.includes("fallback: runtime command \"set ssl cert\" failed: Can't replace a certificate which is not referenced by the configuration!\nCan't update ssl/spare.pem!"), fx.steps.join('\n'));
+    assert.equal(await servedSerial(fx.tlsPort, 'tls.test'), renewed.serial);
   });
 });
 
 describe('LocalTarget adding and removing TLS hosts (real haproxy)', () => {
-  let dir: string;
-  let port: number;
-  let tlsPort: number;
-  let target: LocalTarget;
-  let echo: Awaited<ReturnType<typeof startEcho>>;
-  const steps: string[] = [];
   const site = selfSigned('tls.test');
   const added = selfSigned('b.test');
-  /** An HTTPS front end whose crt-list serves site.pem for tls.test, and each of `more` (file → [pem, host]) for its host. */
+  /** The crt-list serves site.pem for tls.test, and each of `more` (file → [pem, its hosts]) for its hosts. */
   const withHosts = (more: Record<string, [string, string]>) =>
-    routingConfig(port, { be_a: [{ name: 's1', port: echo.port }] }, Object.fromEntries(['tls.test', ...Object.values(more).map(([, host]) => host.split(' ')[0]!)].map((h) => [h, 'be_a'])), {
-      extra: ['frontend fe_tls', `  bind 127.0.0.1:${tlsPort} ssl crt-list ssl/https.crtlist`, '  default_backend be_a'].join('\n'),
-      certs: {
-        'site.pem': site.pem,
-        ...Object.fromEntries(Object.entries(more).map(([file, [pem]]) => [file, pem])),
-        'https.crtlist': ['ssl/site.pem tls.test', ...Object.entries(more).map(([file, [, hosts]]) => `ssl/${file} ${hosts}`)].map((l) => `${l}\n`).join(''),
-      },
+    config(['tls.test', ...Object.values(more).map(([, hosts]) => hosts.split(' ')[0]!)], {
+      'site.pem': site.pem,
+      ...Object.fromEntries(Object.entries(more).map(([file, [pem]]) => [file, pem])),
+      'https.crtlist': ['ssl/site.pem tls.test', ...Object.entries(more).map(([file, [, hosts]]) => `ssl/${file} ${hosts}`)].map((l) => `${l}\n`).join(''),
     });
-  const reloads = async () => (await target.haproxy.showProc()).reloads;
-
-  before(async () => {
-    dir = await mkdtemp(join(tmpdir(), 'haprx-hosts-'));
-    port = await freePort();
-    tlsPort = await freePort();
-    echo = await startEcho('a1');
-    target = new LocalTarget({ bin: 'haproxy', stateDir: dir, onStep: (s) => steps.push(`${s.kind}: ${s.detail}`) });
-    assert.deepEqual(await target.deploy(withHosts({})), { ok: true, reloaded: true, runtimeOps: 0 });
-  });
-
-  after(async () => {
-    await target.stop();
-    await echo.close();
-    await rm(dir, { recursive: true, force: true });
-  });
+  const { fx, config, reloads } = tlsTarget('haprx-hosts-', () => withHosts({}));
 
   it('serves a new host its own certificate without a reload, as a fresh start on the files does', async () => {
-    assert.equal(await servedSerial(tlsPort, 'b.test'), site.serial);
+    assert.equal(await servedSerial(fx.tlsPort, 'b.test'), site.serial);
     const before = await reloads();
     const next = withHosts({ 'b.pem': [added.pem, 'b.test'] });
     // The certificate loaded, its crt-list line, the map entry of its host.
-    assert.deepEqual(await target.deploy(next), { ok: true, reloaded: false, runtimeOps: 3 });
+    assert.deepEqual(await fx.target.deploy(next), { ok: true, reloaded: false, runtimeOps: 3 });
     assert.equal(await reloads(), before);
-    assert.ok(steps.includes('runtime: cert-new b.pem') && steps.includes('runtime: crt-list-add https.crtlist b.pem'), steps.join('\n'));
-    assert.equal(await servedSerial(tlsPort, 'b.test'), added.serial);
-    assert.equal(await servedSerial(tlsPort, 'tls.test'), site.serial);
+    assert.ok(fx.steps.includes('runtime: cert-new b.pem') && fx.steps.includes('runtime: crt-list-add https.crtlist b.pem'), fx.steps.join('\n'));
+    assert.equal(await servedSerial(fx.tlsPort, 'b.test'), added.serial);
+    assert.equal(await servedSerial(fx.tlsPort, 'tls.test'), site.serial);
     // A name no line has still gets the first line's certificate.
-    assert.equal(await servedSerial(tlsPort, 'other.test'), site.serial);
-    assert.equal(await readFile(join(dir, 'ssl', 'https.crtlist'), 'utf8'), next.certs['https.crtlist']);
-    assert.equal(await readFile(join(dir, 'ssl', 'b.pem'), 'utf8'), added.pem);
+    assert.equal(await servedSerial(fx.tlsPort, 'other.test'), site.serial);
+    assert.equal(await readFile(join(fx.dir, 'ssl', 'https.crtlist'), 'utf8'), next.certs['https.crtlist']);
+    assert.equal(await readFile(join(fx.dir, 'ssl', 'b.pem'), 'utf8'), added.pem);
     // What a fresh start on the files serves is the same.
-    assert.deepEqual(await target.haproxy.reload(), { ok: true });
-    assert.deepEqual(await Promise.all(['b.test', 'tls.test', 'other.test'].map((n) => servedSerial(tlsPort, n))), [added.serial, site.serial, site.serial]);
+    assert.deepEqual(await fx.target.haproxy.reload(), { ok: true });
+    assert.deepEqual(await Promise.all(['b.test', 'tls.test', 'other.test'].map((n) => servedSerial(fx.tlsPort, n))), [added.serial, site.serial, site.serial]);
   });
 
   it('adds and removes hosts of a certificate on its line without a reload, every name served throughout', async () => {
@@ -354,50 +335,50 @@ describe('LocalTarget adding and removing TLS hosts (real haproxy)', () => {
     let deploying = true;
     const seen: (string | undefined)[] = [];
     const handshakes = (async () => {
-      while (deploying && seen.length < 500) seen.push(await servedSerial(tlsPort, 'b.test'));
+      while (deploying && seen.length < 500) seen.push(await servedSerial(fx.tlsPort, 'b.test'));
     })();
-    const outcome = await target.deploy(withHosts({ 'b.pem': [added.pem, 'b.test www.b.test'] }));
+    const outcome = await fx.target.deploy(withHosts({ 'b.pem': [added.pem, 'b.test www.b.test'] }));
     deploying = false;
     await handshakes;
     assert.deepEqual(outcome, { ok: true, reloaded: false, runtimeOps: 2 });
     assert.ok(seen.length > 0 && seen.every((serial) => serial === added.serial), `${seen.length} handshakes: ${[...new Set(seen)].join(', ')}`);
-    assert.deepEqual(await Promise.all(['b.test', 'www.b.test'].map((n) => servedSerial(tlsPort, n))), [added.serial, added.serial]);
-    assert.match(await target.haproxy.runtime('show ssl crt-list ssl/https.crtlist'), /^ssl\/b\.pem b\.test www\.b\.test$/m);
-    assert.doesNotMatch(await target.haproxy.runtime('show ssl crt-list ssl/https.crtlist'), /^ssl\/b\.pem b\.test$/m);
-    assert.deepEqual(await target.deploy(withHosts({ 'b.pem': [added.pem, 'b.test'] })), { ok: true, reloaded: false, runtimeOps: 2 });
-    assert.deepEqual(await Promise.all(['b.test', 'www.b.test'].map((n) => servedSerial(tlsPort, n))), [added.serial, site.serial]);
+    assert.deepEqual(await Promise.all(['b.test', 'www.b.test'].map((n) => servedSerial(fx.tlsPort, n))), [added.serial, added.serial]);
+    assert.match(await fx.target.haproxy.runtime('show ssl crt-list ssl/https.crtlist'), /^ssl\/b\.pem b\.test www\.b\.test$/m);
+    assert.doesNotMatch(await fx.target.haproxy.runtime('show ssl crt-list ssl/https.crtlist'), /^ssl\/b\.pem b\.test$/m);
+    assert.deepEqual(await fx.target.deploy(withHosts({ 'b.pem': [added.pem, 'b.test'] })), { ok: true, reloaded: false, runtimeOps: 2 });
+    assert.deepEqual(await Promise.all(['b.test', 'www.b.test'].map((n) => servedSerial(fx.tlsPort, n))), [added.serial, site.serial]);
     assert.equal(await reloads(), before);
-    assert.ok(steps.includes('runtime: crt-list-del https.crtlist b.pem'), steps.join('\n'));
+    assert.ok(fx.steps.includes('runtime: crt-list-del https.crtlist b.pem'), fx.steps.join('\n'));
   });
 
   it('removes a host\'s line and certificate without a reload', async () => {
     const before = await reloads();
-    assert.deepEqual(await target.deploy(withHosts({})), { ok: true, reloaded: false, runtimeOps: 3 });
+    assert.deepEqual(await fx.target.deploy(withHosts({})), { ok: true, reloaded: false, runtimeOps: 3 });
     assert.equal(await reloads(), before);
-    assert.ok(steps.includes('runtime: crt-list-del https.crtlist b.pem') && steps.includes('runtime: cert-del b.pem'), steps.join('\n'));
-    assert.equal(await servedSerial(tlsPort, 'b.test'), site.serial);
-    assert.doesNotMatch(await target.haproxy.runtime('show ssl cert'), /ssl\/b\.pem/);
+    assert.ok(fx.steps.includes('runtime: crt-list-del https.crtlist b.pem') && fx.steps.includes('runtime: cert-del b.pem'), fx.steps.join('\n'));
+    assert.equal(await servedSerial(fx.tlsPort, 'b.test'), site.serial);
+    assert.doesNotMatch(await fx.target.haproxy.runtime('show ssl cert'), /ssl\/b\.pem/);
   });
 
   it('falls back to a reload when haproxy refuses a new certificate; refused again, the files go back and the other hosts are served on', async () => {
     const before = await reloads();
     // A certificate with another certificate's key: haproxy refuses it at runtime and in a configuration.
     const mismatched = added.crt + site.key;
-    const outcome = await target.deploy(withHosts({ 'c.pem': [mismatched, 'c.test'] }));
+    const outcome = await fx.target.deploy(withHosts({ 'c.pem': [mismatched, 'c.test'] }));
     assert.equal(outcome.ok, false);
-    assert.ok(steps.includes("fallback: runtime command \"commit ssl cert\" failed: inconsistencies between private key and certificate loaded 'ssl/c.pem'.\nCan't commit ssl/c.pem!"), steps.join('\n'));
+    assert.ok(fx.steps.includes("fallback: runtime command \"commit ssl cert\" failed: inconsistencies between private key and certificate loaded 'ssl/c.pem'.\nCan't commit ssl/c.pem!"), fx.steps.join('\n'));
     assert.match(outcome.error ?? '', /inconsistencies between private key and certificate loaded 'ssl\/c\.pem'/);
     assert.equal(await reloads(), before + 1);
-    assert.equal(await servedSerial(tlsPort, 'tls.test'), site.serial);
-    assert.equal(await readFile(join(dir, 'ssl', 'https.crtlist'), 'utf8'), 'ssl/site.pem tls.test\n');
+    assert.equal(await servedSerial(fx.tlsPort, 'tls.test'), site.serial);
+    assert.equal(await readFile(join(fx.dir, 'ssl', 'https.crtlist'), 'utf8'), 'ssl/site.pem tls.test\n');
     // The running haproxy kept what went in before the refusal (an empty store for c.pem, the map entry of
     // c.test): fixed, the host reloads once, which settles that, and the next one goes at runtime again.
     const good = selfSigned('c.test');
-    assert.deepEqual(await target.deploy(withHosts({ 'c.pem': [good.pem, 'c.test'] })), { ok: true, reloaded: true, runtimeOps: 0 });
-    assert.ok(steps.at(-1)?.startsWith('reload: haproxy still holds runtime changes of a deployment that failed (runtime command "commit ssl cert" failed'), steps.at(-1));
-    assert.equal(await servedSerial(tlsPort, 'c.test'), good.serial);
+    assert.deepEqual(await fx.target.deploy(withHosts({ 'c.pem': [good.pem, 'c.test'] })), { ok: true, reloaded: true, runtimeOps: 0 });
+    assert.ok(fx.steps.at(-1)?.startsWith('reload: haproxy still holds runtime changes of a deployment that failed (runtime command "commit ssl cert" failed'), fx.steps.at(-1));
+    assert.equal(await servedSerial(fx.tlsPort, 'c.test'), good.serial);
     const third = selfSigned('d.test');
-    assert.deepEqual(await target.deploy(withHosts({ 'c.pem': [good.pem, 'c.test'], 'd.pem': [third.pem, 'd.test'] })), { ok: true, reloaded: false, runtimeOps: 3 });
-    assert.equal(await servedSerial(tlsPort, 'd.test'), third.serial);
+    assert.deepEqual(await fx.target.deploy(withHosts({ 'c.pem': [good.pem, 'c.test'], 'd.pem': [third.pem, 'd.test'] })), { ok: true, reloaded: false, runtimeOps: 3 });
+    assert.equal(await servedSerial(fx.tlsPort, 'd.test'), third.serial);
   });
 });
