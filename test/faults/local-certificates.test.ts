@@ -60,13 +60,14 @@ describe('local mode: a renewed TLS Secret (real haproxy, shipped templates)', (
     const reloads = (await haprx.showProc())!.reloads;
     const web = selfSigned('web.test');
     const written = Date.now();
-    // Its line sorts after the first one (shop/site), whose certificate is served when no name matches.
-    await writeFile(join(haprx.manifests, 'web.yaml'), `${tlsIngress('web', 'web.test', 'web')}---\n${tlsSecret(web, 'web')}`);
+    // Its Secret's name sorts before shop/site, but the crt-list follows the Ingresses: its line goes after the
+    // first one, whose certificate is served when no name matches, and so it can go at runtime.
+    await writeFile(join(haprx.manifests, 'web.yaml'), `${tlsIngress('web', 'web.test', 'alpha')}---\n${tlsSecret(web, 'alpha')}`);
     await haprx.until('the new host served its certificate', async () => ((await servedSerial(httpsPort, 'web.test')) === web.serial ? true : undefined));
     const live = Date.now() - written;
     await haprx.served('web.test', 'e1');
     // A second Ingress with the same Secret: its host joins the certificate's line.
-    await writeFile(join(haprx.manifests, 'web2.yaml'), tlsIngress('web2', 'www.web.test', 'web'));
+    await writeFile(join(haprx.manifests, 'web2.yaml'), tlsIngress('web2', 'www.web.test', 'alpha'));
     await haprx.until('the shared certificate served to the second host', async () => ((await servedSerial(httpsPort, 'www.web.test')) === web.serial ? true : undefined));
     await rm(join(haprx.manifests, 'web2.yaml'));
     await haprx.until('the second host gone', async () => ((await servedSerial(httpsPort, 'www.web.test')) !== web.serial ? true : undefined));
