@@ -6,7 +6,14 @@
  *
  * - endpoint: the Service's only endpoint moves to the other echo server;
  * - host: a new Ingress host on that Service's existing backend;
- * - backend: a new Service with its own Ingress (a new backend: one reload).
+ * - backend: a new Service with its own Ingress (a new backend: one reload);
+ * - tlshost (with TLS=1): a new Ingress host on that Service's backend with its own TLS
+ *   Secret, until HTTPS serves its certificate;
+ * - tlssecret (with TLS=1): the TLS Secret of an Ingress that names it arrives (as
+ *   cert-manager issues one), until HTTPS serves its certificate.
+ *
+ * TLS=1 gives every Ingress of the cluster a certificate of its own (as
+ * `TLS=1 npm run bench:render`), and adds the two TLS modes.
  *
  * Each change is polled through haproxy until it is served; changes are spaced by
  * GAP_MS, beyond the minimum deployment interval, so the figure is the path of one
@@ -25,12 +32,15 @@ import { freePort } from '../test/support/ports.ts';
 import { type HealthFigures, startHealthProbe } from './health-probe.ts';
 import { haproxyReferences, type LocalRun, sleep, startLocal, tempDir, until, writeChunks } from './local-run.ts';
 import { shippedRuntime } from './shipped-runtime.ts';
-import { syntheticCluster } from './synthetic.ts';
+import { syntheticCluster, tlsPairs } from './synthetic.ts';
+import { X509Certificate } from 'node:crypto';
+import { servedSerial } from '../test/support/certificates.ts';
 
 const SIZES = (process.env.SIZES ?? '1000,10000').split(',').map(Number);
 const ITERATIONS = Number(process.env.ITERATIONS ?? 30);
 const GAP_MS = Number(process.env.GAP_MS ?? 2_500);
-const MODES = (process.env.MODES ?? 'endpoint,host,backend').split(',');
+const TLS = process.env.TLS === '1';
+const MODES = (process.env.MODES ?? `endpoint,host,backend${TLS ? ',tlssecret,tlshost' : ''}`).split(',');
 const root = new URL('..', import.meta.url).pathname;
 
 const pct = (samples: number[], p: number) => samples[Math.min(samples.length - 1, Math.ceil((p / 100) * samples.length) - 1)]!;
@@ -42,6 +52,9 @@ addressType: IPv4
 ports: [{name: http, port: ${echoPort}}]
 endpoints: [{addresses: [127.0.0.1], conditions: {ready: true}}]
 `;
+const b64 = (text: string) => Buffer.from(text).toString('base64');
+const tlsSecret = (name: string, pair: { crt: string; key: string }) =>
+  `apiVersion: v1\nkind: Secret\ntype: kubernetes.io/tls\nmetadata: {name: ${name}, namespace: bench}\ndata: {tls.crt: ${b64(pair.crt)}, tls.key: ${b64(pair.key)}}\n`;
 const service = (name: string) => `apiVersion: v1\nkind: Service\nmetadata: {name: ${name}, namespace: bench}\nspec: {ports: [{name: http, port: 80}]}\n`;
 const ingress = (name: string, host: string, to: string) => `apiVersion: networking.k8s.io/v1
 kind: Ingress
@@ -107,17 +120,27 @@ for (const size of SIZES) {
   const port = await freePort();
   const healthPort = await freePort();
   const metricsPort = await freePort();
-  const cluster = syntheticCluster({ ingresses: size, endpointsPerService: 5, tlsSecrets: 0 });
+  const httpsPort = await freePort();
+  // With TLS, the certificates of the cluster, then one for each new TLS host.
+  const pairs = TLS ? await tlsPairs(size + 2 * ITERATIONS) : [];
+  const cluster = syntheticCluster({ ingresses: size, endpointsPerService: 5, tlsSecrets: TLS ? size : 0, ...(TLS && { tls: pairs.slice(0, size) }) });
+  await writeChunks(tmp.manifests, 'secrets', cluster.secrets);
   await writeChunks(tmp.manifests, 'services', cluster.services);
   await writeChunks(tmp.manifests, 'endpointslices', cluster.endpointslices);
   await writeChunks(tmp.manifests, 'ingresses', cluster.ingresses);
   await writeFile(join(tmp.manifests, 'app.yaml'), `${service('app')}---\n${ingress('app', 'app.bench', 'app')}`);
+  // For tlssecret: TLS Ingresses whose Secrets do not exist yet.
+  // Stamped as the API server stamps a new object: the shipped crt-list puts the oldest Ingress first (those of the
+  // cluster, unstamped, come before), so a new host's line goes last, as in a cluster.
+  const tlsIngress = (name: string, host: string) =>
+    ingress(name, host, 'app').replace('spec:\n', `spec:\n  tls: [{hosts: [${host}], secretName: ${name}}]\n`).replace('namespace: bench}', `namespace: bench, creationTimestamp: "${new Date().toISOString()}"}`);
+  if (TLS) await writeFile(join(tmp.manifests, 'pending.yaml'), Array.from({ length: ITERATIONS }, (_, i) => tlsIngress(`pending-${i}`, `p${i}.bench`)).join('---\n'));
   await writeFile(join(tmp.manifests, 'app-slice.yaml'), slice('app-1', 'app', echoes[0]!.port));
   const probe = startHealthProbe(healthPort);
   const haprx: LocalRun = startLocal({
     manifests: tmp.manifests,
     stateDir: tmp.stateDir,
-    sets: { httpPort: port },
+    sets: { httpPort: port, httpsPort },
     healthPort,
     metricsPort,
     env: cap.env,
@@ -128,8 +151,8 @@ for (const size of SIZES) {
     await sleep(3_000);
     await probe.mark('start');
     const modes: ModeResult[] = [];
-    /** Runs one kind of change ITERATIONS times; each `change(i)` returns the host and body that prove it is served. */
-    const measure = async (label: string, change: (i: number) => Promise<{ host: string; body: string }>) => {
+    /** Runs one kind of change ITERATIONS times; each `change(i)` returns the host and body (or certificate) that prove it is served. */
+    const measure = async (label: string, change: (i: number) => Promise<{ host: string; body: string } | { host: string; serial: string }>) => {
       const reloadsBefore = await haprx.reloads();
       const bucketsBefore = await propagationBuckets(metricsPort);
       const samples: number[] = [];
@@ -138,7 +161,8 @@ for (const size of SIZES) {
         const started = performance.now();
         const wall = Date.now();
         const expect = await change(i);
-        await until(haprx, label, async () => (await body(expect.host)) === expect.body, 60_000, 2);
+        const served = 'serial' in expect ? async () => (await servedSerial(httpsPort, expect.host)) === expect.serial : async () => (await body(expect.host)) === expect.body;
+        await until(haprx, label, served, 120_000, 2);
         samples.push(performance.now() - started);
         if (process.env.BENCH_LOG) process.stderr.write(`SAMPLE ${label} ${i} ${Math.round(samples.at(-1)!)} ms written at ${wall}\n`);
       }
@@ -164,6 +188,22 @@ for (const size of SIZES) {
       await measure('new backend (one reload)', async (i) => {
         await writeFile(join(tmp.manifests, `backend-${i}.yaml`), `${service(`svc-${i}`)}---\n${slice(`svc-${i}-1`, `svc-${i}`, echoes[0]!.port)}---\n${ingress(`backend-${i}`, `b${i}.bench`, `svc-${i}`)}`);
         return { host: `b${i}.bench`, body: 'blue' };
+      });
+    }
+    if (MODES.includes('tlshost')) {
+      if (!TLS) throw new Error('the tlshost mode needs TLS=1');
+      await measure('new TLS host on an existing backend', async (i) => {
+        const pair = pairs[size + i]!;
+        await writeFile(join(tmp.manifests, `tls-host-${i}.yaml`), `${tlsSecret(`tls-host-${i}`, pair)}---\n${tlsIngress(`tls-host-${i}`, `t${i}.bench`)}`);
+        return { host: `t${i}.bench`, serial: new X509Certificate(pair.crt).serialNumber };
+      });
+    }
+    if (MODES.includes('tlssecret')) {
+      if (!TLS) throw new Error('the tlssecret mode needs TLS=1');
+      await measure('TLS Secret of an existing host arrives', async (i) => {
+        const pair = pairs[size + ITERATIONS + i]!;
+        await writeFile(join(tmp.manifests, `pending-secret-${i}.yaml`), tlsSecret(`pending-${i}`, pair));
+        return { host: `p${i}.bench`, serial: new X509Certificate(pair.crt).serialNumber };
       });
     }
     const health = await probe.mark('changes');
