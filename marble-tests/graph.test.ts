@@ -413,6 +413,31 @@ describe('graph', () => {
     assert.equal(timeline.filter(([, label]) => label.startsWith('R:')).at(-1)?.[0], 10_500);
   });
 
+  it('renders at once after a change the fast path applied only in part (a TLS host\'s routes, whose certificate the render brings), where a mere confirmation waits', () => {
+    for (const partial of [true, false]) {
+      const starts: number[] = [];
+      run((cold, hot, now) => {
+        // Synced at 0; web changes at 5000 and at 7500, both taken by the fast path.
+        const changes = hot<ResourceChange>('s 4999ms w 2499ms x', { s: synced('services'), w: upsert('services', 'web', '2'), x: upsert('services', 'web', '3') });
+        const setup = deps(cold, changes, hot<readonly Endpoint[]>('x', { x: [endpoint('e1')] }), { ...settings, watched: [{ name: 'services' }] });
+        setup.deps.render = ({ resources }) => {
+          starts.push(now());
+          return cold<RenderOutcome>('1000ms (r|)', { r: { ok: true, config: sealRendered({ main: `v${resources.get('services')!.list()[0]?.metadata.resourceVersion}`, maps: {}, files: {}, certs: {} }) } });
+        };
+        const fast = runtimePlan((resources) => `fast:v${resources.get('services')!.list()[0]?.metadata.resourceVersion}`);
+        setup.deps.fastPlan = (input) => {
+          const plan = fast(input);
+          return partial && plan.kind === 'runtime' ? { ...plan, partial: true } : plan;
+        };
+        return setup;
+      }, 30_000);
+      // Each render starts once its change's fast deployment (20 ms) has ended.
+      if (partial) assert.deepEqual(starts.filter((t) => t >= 5_000), [5_020, 7_520]);
+      // A confirmation right after another waits for the confirm wait's quiet (10 s).
+      else assert.deepEqual(starts.filter((t) => t >= 5_000), [5_020, 17_520]);
+    }
+  });
+
   it('starts a held confirmation that the quiet lets go only once the fast deployment then under way has ended', () => {
     const starts: number[] = [];
     run((cold, hot, now) => {

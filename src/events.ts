@@ -139,7 +139,8 @@ export type ControllerEvent =
    * goes to the instances with the runtime operations from the configuration `from` (a
    * hash) to `config`, ahead of the full render, which follows.
    */
-  | { type: 'FastPathPlanned'; reconcile: Reconcile; config: RenderedConfig; from: string; ops: readonly RuntimeOp[]; backends: readonly string[]; entries?: readonly string[]; durationMs: number }
+  /** `partial`: its full render brings more than this applied (a certificate), so it goes at once, not as a paced confirmation. */
+  | { type: 'FastPathPlanned'; reconcile: Reconcile; config: RenderedConfig; from: string; ops: readonly RuntimeOp[]; backends: readonly string[]; entries?: readonly string[]; partial?: true; durationMs: number }
   /** The fast path could not take these changes: the full path alone applies them. */
   | { type: 'FastPathSkipped'; reconcile: Reconcile; reason: string; durationMs: number }
   /**

@@ -7,7 +7,8 @@ import { type RenderedConfig, serverLines } from '../src/templating/rendered.ts'
 export type FastPathOutcome =
   | { kind: 'none' }
   /** `lines`, where the plan has them at hand: each changed backend's server lines in `config` (else read from it). */
-  | { kind: 'runtime'; config: RenderedConfig; ops: readonly RuntimeOp[]; backends: readonly string[]; lines?: Readonly<Record<string, string>>; entries?: readonly AppliedEntry[] }
+  /** `partial`: the full render brings more than the fast path applied (a certificate): it is no mere confirmation. */
+  | { kind: 'runtime'; config: RenderedConfig; ops: readonly RuntimeOp[]; backends: readonly string[]; lines?: Readonly<Record<string, string>>; entries?: readonly AppliedEntry[]; partial?: true }
   | { kind: 'unsupported'; reason: string };
 
 export type FastEvent = Extract<ControllerEvent, { type: 'FastPathPlanned' | 'FastPathSkipped' | 'ValidatedSuperseded' }>;
@@ -95,7 +96,7 @@ export function fastPath(reconciles$: Observable<Reconcile>, validated$: Observa
           for (const backend of outcome.backends) applied.set(backend, { seq: reconcile.seq, lines: (outcome.lines && Object.hasOwn(outcome.lines, backend) ? outcome.lines[backend] : undefined) ?? serverLines(outcome.config, backend) });
           for (const e of outcome.entries ?? []) entries.set(`${e.map}\u0001${e.key}`, { ...e, seq: reconcile.seq });
           const added = (outcome.entries ?? []).map((e) => `${e.map} ${e.key}`);
-          return [{ type: 'FastPathPlanned', reconcile, config: outcome.config, from, ops: outcome.ops, backends: outcome.backends, ...(added.length > 0 && { entries: added }), durationMs }];
+          return [{ type: 'FastPathPlanned', reconcile, config: outcome.config, from, ops: outcome.ops, backends: outcome.backends, ...(added.length > 0 && { entries: added }), ...(outcome.partial && { partial: true as const }), durationMs }];
         }
       }
     };

@@ -160,7 +160,8 @@ export function graph(settings: GraphSettings, deps: GraphDeps): Observable<Cont
         }).pipe(
           // The render stage takes a reconciliation at the end of the turn it came in (holdWhileFast): by then this has.
           tap((event) => {
-            if (event.type !== 'FastPathPlanned') return;
+            // A change the fast path applied only in part (a TLS host's routes) still needs its render at once.
+            if (event.type !== 'FastPathPlanned' || event.partial) return;
             fastTaken.add(event.reconcile.seq);
             // Oldest first: the one the pace holds is among the newest.
             if (fastTaken.size > FAST_TAKEN_KEPT) fastTaken.delete(fastTaken.values().next().value!);

@@ -574,7 +574,7 @@ function renderEntries(templates: CompiledTemplates, include: (name: unknown, ar
   return { json, declared: readDeclaration(snippet, value, templates.maps) };
 }
 
-export type ObjectEntriesResult = { ok: true; maps: Record<string, Entry[]>; mapsOnly: boolean; warnings: number } | { ok: false; error: RenderError };
+export type ObjectEntriesResult = { ok: true; maps: Record<string, Entry[]>; mapsOnly: boolean; mapsFirst: boolean; warnings: number } | { ok: false; error: RenderError };
 
 /**
  * Renders the mapEntries snippet of one object alone, as the full render would (with

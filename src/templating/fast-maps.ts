@@ -5,8 +5,9 @@
  *
  * It takes only what the full render cannot answer otherwise: it declines (the full
  * path then does everything) when an object is deleted or relisted, when its snippet
- * fails, skips it or warns, when it asks for more than map entries (`mapsOnly` false,
- * e.g. a certificate, basic auth, another controller's annotations), when a key it adds
+ * fails, skips it or warns, when it asks for more than map entries and not for them
+ * first (`mapsFirst` false, e.g. basic auth, another controller's annotations; a TLS
+ * host's entries go first, and its plan is `partial`: the render brings the certificate), when a key it adds
  * is held by another object (a conflict the full render settles by age), when it changes
  * or drops an entry it had, when an entry routes to a backend the running configuration
  * lacks, when something other than its own snippet reads it by key, and when a map is
@@ -40,7 +41,7 @@ export interface AppliedEntry {
 
 export type FastMapPlan =
   | FastPlan
-  | { kind: 'runtime'; config: RenderedConfig; ops: readonly RuntimeOp[]; backends: readonly string[]; lines: Readonly<Record<string, string>>; entries: readonly AppliedEntry[] };
+  | { kind: 'runtime'; config: RenderedConfig; ops: readonly RuntimeOp[]; backends: readonly string[]; lines: Readonly<Record<string, string>>; entries: readonly AppliedEntry[]; partial?: true };
 
 const describe = (change: ChangeRef) => `${change.kind ?? change.resource} ${change.namespace ? `${change.namespace}/` : ''}${change.name ?? ''}`.trim();
 
@@ -78,6 +79,8 @@ export function planMapEntries(base: RenderedConfig, changes: readonly ChangeRef
   const updated: DeclaredObject[] = [];
   const applied: AppliedEntry[] = [];
   const backends = new Set<string>();
+  // An object whose entries go first but that asks for more (a certificate): its full render is no mere confirmation.
+  let partial = false;
   for (const change of changes) {
     const declaration = declarations.sets[change.resource];
     if (change.type !== 'upsert' || change.name === undefined) return { kind: 'unsupported', reason: `${describe(change)}: a ${change.type} takes the full path` };
@@ -90,7 +93,8 @@ export function planMapEntries(base: RenderedConfig, changes: readonly ChangeRef
     if (touched.some((k) => readsOf(reads).has(readKey(change.resource, k)))) return { kind: 'unsupported', reason: `${describe(change)} is looked up by key outside its h.mapEntries snippet` };
     const rendered = renderObjectEntries(input.templates, declaration, object, { resources: Object.fromEntries(input.resources), values: input.values }, { timeoutMs: input.timeoutMs });
     if (!rendered.ok) return { kind: 'unsupported', reason: `${describe(change)}: ${rendered.error.template}${rendered.error.line !== undefined ? `:${rendered.error.line}` : ''}: ${rendered.error.message}` };
-    if (!rendered.mapsOnly) return { kind: 'unsupported', reason: `${describe(change)} asks for more than map entries` };
+    if (!rendered.mapsFirst) return { kind: 'unsupported', reason: `${describe(change)} asks for more than map entries` };
+    if (!rendered.mapsOnly) partial = true;
     if (rendered.warnings > 0) return { kind: 'unsupported', reason: `${describe(change)}: its snippet warns about it; the full render tells` };
     const before = objects.get(`${change.resource}\u0001${key}`);
     if (before && !before.mapsOnly) return { kind: 'unsupported', reason: `${describe(change)} asked for more than map entries before` };
@@ -119,7 +123,7 @@ export function planMapEntries(base: RenderedConfig, changes: readonly ChangeRef
         backends.add(v);
       }
     }
-    updated.push({ set: change.resource, key, maps: rendered.maps, mapsOnly: true });
+    updated.push({ set: change.resource, key, maps: rendered.maps, mapsOnly: rendered.mapsOnly });
   }
   if (applied.length === 0) return { kind: 'none' };
   for (const backend of backends) {
@@ -143,7 +147,7 @@ export function planMapEntries(base: RenderedConfig, changes: readonly ChangeRef
   const config: RenderedConfig = { ...sealMaps(base, maps), mapEntries: withObjects(declarations, updated) };
   shareParse(base, config);
   shareIndex(base, config);
-  return { kind: 'runtime', config, ops, backends: [], lines: {}, entries: applied };
+  return { kind: 'runtime', config, ops, backends: [], lines: {}, entries: applied, ...(partial && { partial }) };
 }
 
 /** The declarations with these objects' new records. */

@@ -2,10 +2,12 @@
  * Map entries as data: what `h.mapEntries(set, object, snippet, args)` declares. A
  * template names, for each object of a watched set, the snippet that turns that one
  * object into entries of map files; the snippet writes JSON
- * `{ "maps": { "<map file>": [[key, value], ...] }, "mapsOnly": true|false, ... }`
- * (anything else it writes is ignored). `mapsOnly` is the
- * template's word that the object asks for nothing but those entries (no certificate,
- * no new backend, no other line). The render records each call, so that the fast path
+ * `{ "maps": { "<map file>": [[key, value], ...] }, "mapsOnly": true|false, "mapsFirst": true|false }`
+ * (anything else it writes is ignored; `mapsFirst` may be left out, and is then `mapsOnly`).
+ * `mapsOnly` is the template's word that the object asks for nothing but those entries
+ * (no certificate, no new backend, no other line). `mapsFirst` says that its entries may
+ * go ahead of the full render even so: what else it asks for (a certificate) comes with
+ * that render, which then goes at once rather than as a mere confirmation. The render records each call, so that the fast path
  * can render one new or changed object's snippet alone and add its entries at runtime
  * (fast-maps.ts).
  */
@@ -69,11 +71,12 @@ export function declarationTarget(set: unknown, object: unknown, sets: ReadonlyS
  * characters, not empty), in map files the template set renders; otherwise the render
  * aborts, naming the snippet.
  */
-export function readDeclaration(snippet: string, value: unknown, maps: ReadonlyMap<string, unknown>): { maps: Record<string, Entry[]>; mapsOnly: boolean } {
+export function readDeclaration(snippet: string, value: unknown, maps: ReadonlyMap<string, unknown>): { maps: Record<string, Entry[]>; mapsOnly: boolean; mapsFirst: boolean } {
   const bad = (message: string): never => abortRender(`mapEntries(): snippets/${snippet} ${message}`);
   if (value === null || typeof value !== 'object' || Array.isArray(value)) return bad('must write a JSON object');
-  const { maps: declared, mapsOnly } = value as { maps?: unknown; mapsOnly?: unknown };
+  const { maps: declared, mapsOnly, mapsFirst = mapsOnly } = value as { maps?: unknown; mapsOnly?: unknown; mapsFirst?: unknown };
   if (typeof mapsOnly !== 'boolean') return bad(`must say "mapsOnly": true or false, got ${describeValue(mapsOnly)}`);
+  if (typeof mapsFirst !== 'boolean') return bad(`"mapsFirst" must be true or false, got ${describeValue(mapsFirst)}`);
   if (declared === null || typeof declared !== 'object' || Array.isArray(declared)) return bad('must write "maps": { "<map file>": [[key, value], ...] }');
   const out: Record<string, Entry[]> = {};
   for (const [name, entries] of Object.entries(declared)) {
@@ -85,5 +88,5 @@ export function readDeclaration(snippet: string, value: unknown, maps: ReadonlyM
       return [key as string, val as string] as const;
     });
   }
-  return { maps: out, mapsOnly };
+  return { maps: out, mapsOnly, mapsFirst: mapsFirst || mapsOnly };
 }

@@ -11,6 +11,7 @@ import { type RenderedConfig, sealRendered } from '../../src/templating/rendered
 import { shippedTemplates } from '../webhook/support.ts';
 import { mainThreadCluster, shopService as service, shopSlice as slice } from './support.ts';
 import { warmFastPath } from '../../src/templating/fast-maps.ts';
+import { selfSigned } from '../support/certificates.ts';
 
 const path = (p: string, svc: string, type = 'Prefix') => ({ path: p, pathType: type, backend: { service: { name: svc, port: { number: 80 } } } });
 const ingress = (name: string, host: unknown, paths: unknown[], extra: Record<string, unknown> = {}, at = '2026-01-01T00:00:00Z'): KubeObject => ({
@@ -113,14 +114,47 @@ describe('map entries fast path (shipped templates)', () => {
     assert.ok(result.warnings.some((w) => w.object === 'Ingress shop/bad' && w.skipped === true));
   });
 
-  it('declines what needs more than map entries: TLS, a default backend, a Service with no backend yet, another controller\'s annotations', () => {
+  it('routes a TLS host first, as a partial plan whose full render brings the certificate; a redirect to HTTPS is not bypassed', () => {
+    const c = cluster(loaded);
+    const b64 = (text: string) => Buffer.from(text).toString('base64');
+    const secret = (name: string, host: string) => {
+      const pem = selfSigned(host);
+      c.apply({ type: 'upsert', resource: 'secrets', object: { apiVersion: 'v1', kind: 'Secret', type: 'kubernetes.io/tls', metadata: { namespace: 'shop', name }, data: { 'tls.crt': b64(pem.crt), 'tls.key': b64(pem.key) } } });
+    };
+    // An HTTPS frontend already runs.
+    secret('first', 'app-0.example.com');
+    secret('cert', 'tls.example.com');
+    c.apply({ type: 'upsert', resource: 'ingresses', object: ingress('ing-0', 'app-0.example.com', [path('/', 'svc-0')], { tls: [{ hosts: ['app-0.example.com'], secretName: 'first' }] }) });
+    const base = c.full();
+    const tls = { tls: [{ hosts: ['tls.example.com'], secretName: 'cert' }] };
+    const plan = runtime(c.fast(base, [c.apply({ type: 'upsert', resource: 'ingresses', object: ingress('tls', 'tls.example.com', [path('/', 'svc-0')], tls, '2026-02-01T00:00:00Z') })]));
+    assert.deepEqual(plan.entries, [{ map: 'prefix.map', key: 'tls.example.com/', value: 'be_shop_svc-0_80' }]);
+    assert.equal(plan.partial, true);
+    // The full render then adds the certificate, at runtime too.
+    const next = c.full();
+    const after = planDeployment(plan.config, next);
+    assert.deepEqual(after.kind === 'runtime' ? after.ops.map((op) => op.kind) : after, ['cert-new', 'crt-list-add']);
+    // A plain host is no partial plan: its render only confirms.
+    assert.equal(runtime(c.fast(next, [c.apply({ type: 'upsert', resource: 'ingresses', object: ingress('plain', 'plain.example.com', [path('/', 'svc-0')]) })])).partial, undefined);
+    // A missing Secret warns, which the full render tells.
+    const missing = c.fast(next, [c.apply({ type: 'upsert', resource: 'ingresses', object: ingress('nocert', 'nocert.example.com', [path('/', 'svc-0')], { tls: [{ hosts: ['nocert.example.com'], secretName: 'none' }] }) })]);
+    assert.deepEqual(missing, { kind: 'unsupported', reason: 'Ingress shop/nocert: its snippet warns about it; the full render tells' });
+    // Redirected to HTTPS, its routes go to a backend of their own, which the running configuration lacks.
+    const redirected = { ...ingress('tls2', 'tls2.example.com', [path('/', 'svc-0')], tls), metadata: { namespace: 'shop', name: 'tls2', annotations: { 'haprx.io/ssl-redirect': 'true' } } };
+    const declined = c.fast(next, [c.apply({ type: 'upsert', resource: 'ingresses', object: redirected })]);
+    assert.match(declined.kind === 'unsupported' ? declined.reason : declined.kind, /^backend be_shop_svc-0_80_p\w+ is not in the running configuration$/);
+    // A TLS Ingress changed later takes the full path: it asked for more than map entries before.
+    const changed = c.fast(next, [c.apply({ type: 'upsert', resource: 'ingresses', object: ingress('ing-0', 'app-0.example.com', [path('/', 'svc-0'), path('/v2', 'svc-1')], { tls: [{ hosts: ['app-0.example.com'], secretName: 'first' }] }) })]);
+    assert.deepEqual(changed, { kind: 'unsupported', reason: 'Ingress shop/ing-0 asked for more than map entries before' });
+  });
+
+  it('declines what needs more than map entries: a default backend, a Service with no backend yet, another controller\'s annotations', () => {
     const c = cluster(loaded);
     const base = c.full();
     const reasons = (object: KubeObject) => {
       const plan = c.fast(base, [c.apply({ type: 'upsert', resource: 'ingresses', object })]);
       return plan.kind === 'unsupported' ? plan.reason : plan.kind;
     };
-    assert.equal(reasons(ingress('tls', 'tls.example.com', [path('/', 'svc-0')], { tls: [{ hosts: ['tls.example.com'], secretName: 'cert' }] })), 'Ingress shop/tls asks for more than map entries');
     assert.equal(reasons(ingress('dflt', 'd.example.com', [path('/', 'svc-0')], { defaultBackend: { service: { name: 'svc-0', port: { number: 80 } } } })), 'Ingress shop/dflt asks for more than map entries');
     assert.equal(reasons(ingress('fresh', 'f.example.com', [path('/', 'svc-9')])), 'backend be_shop_svc-9_80 is not in the running configuration');
     assert.equal(reasons({ ...ingress('ngx', 'n.example.com', [path('/', 'svc-0')]), metadata: { namespace: 'shop', name: 'ngx', annotations: { 'nginx.ingress.kubernetes.io/rewrite-target': '/' } } }), 'Ingress shop/ngx asks for more than map entries');
