@@ -6,8 +6,10 @@ import { type RenderedConfig, serverLines } from '../src/templating/rendered.ts'
 
 export type FastPathOutcome =
   | { kind: 'none' }
-  /** `lines`, where the plan has them at hand: each changed backend's server lines in `config` (else read from it). */
-  /** `partial`: the full render brings more than the fast path applied (a certificate): it is no mere confirmation. */
+  /**
+   * `lines`, where the plan has them at hand: each changed backend's server lines in `config` (else read from it).
+   * `partial`: the full render brings more than the fast path applied (a certificate): it is no mere confirmation.
+   */
   | { kind: 'runtime'; config: RenderedConfig; ops: readonly RuntimeOp[]; backends: readonly string[]; lines?: Readonly<Record<string, string>>; entries?: readonly AppliedEntry[]; partial?: true }
   | { kind: 'unsupported'; reason: string };
 

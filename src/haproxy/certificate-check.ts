@@ -46,6 +46,12 @@ export function certificateCheck(passed: RenderedFiles, next: RenderedFiles, par
   const lists = boundCrtLists(parsed);
   const lines: string[] = [];
   const files = new Map<string, string>();
+  // The rendered certificate a line loads, if it is one a bind of its own loads alike.
+  const loads = (line: CrtListLine) => {
+    const file = classify(line.path);
+    const pem = file?.kind === 'certs' ? next.certs[file.name] : undefined;
+    return line.options || pem === undefined ? undefined : { name: file!.name, pem };
+  };
   const removed: string[] = [];
   const onLines = new Set<string>();
   // A line a changed crt-list keeps: what is checked when lines were only removed.
@@ -60,12 +66,11 @@ export function certificateCheck(passed: RenderedFiles, next: RenderedFiles, par
       kept ??= now[0];
       for (const line of now) {
         if (before.has(line.text)) continue;
-        const file = classify(line.path);
-        const pem = file?.kind === 'certs' ? next.certs[file.name] : undefined;
-        if (line.options || pem === undefined) return undefined;
+        const file = loads(line);
+        if (!file) return undefined;
         lines.push(line.text);
-        files.set(file!.name, pem);
-        onLines.add(file!.name);
+        files.set(file.name, file.pem);
+        onLines.add(file.name);
       }
     } else if (isKeyPair(is)) files.set(name, is);
     else return undefined;
@@ -79,11 +84,10 @@ export function certificateCheck(passed: RenderedFiles, next: RenderedFiles, par
   }
   // Lines only removed: haproxy still reads the list, so one line of it is checked.
   if (lines.length === 0 && kept) {
-    const file = classify(kept.path);
-    const pem = file?.kind === 'certs' ? next.certs[file.name] : undefined;
-    if (kept.options || pem === undefined) return undefined;
+    const file = loads(kept);
+    if (!file) return undefined;
     lines.push(kept.text);
-    files.set(file!.name, pem);
+    files.set(file.name, file.pem);
   }
   if (lines.length === 0) return undefined;
   const main = [

@@ -333,10 +333,11 @@ export class Validator {
       // An identical render may have been checked while this one waited.
       const late = this.lookup(rendered.hash);
       if (late) return finish(late, true);
+      const check = (files: RenderedFiles, timeoutMs: number) => runHaproxyCheck(files, { haproxyBin: this.haproxyBin, timeoutMs, tmpDir: this.tmpDir, env: this.env, signal, runner: this.runner });
       const small = this.passed && certificateCheck(this.passed.files, rendered, () => configOf(rendered));
       if (small) {
         // Anything but a clean pass (a refusal, a warning, a check that could not run) checks the render whole.
-        const outcome = await runHaproxyCheck(small, { haproxyBin: this.haproxyBin, timeoutMs: this.timeoutMs, tmpDir: this.tmpDir, env: this.env, signal, runner: this.runner });
+        const outcome = await check(small, this.timeoutMs);
         if (outcome.kind === 'aborted') return finish(aborted, false);
         if (outcome.kind === 'exited' && outcome.code === 0 && outcome.errors.length === 0 && outcome.warnings.length === 0) {
           const verdict: Verdict = { ok: true, warnings: this.passed!.warnings };
@@ -346,7 +347,7 @@ export class Validator {
         }
       }
       const checkStarted = performance.now();
-      const outcome = await runHaproxyCheck(rendered, { haproxyBin: this.haproxyBin, timeoutMs: this.allowedMs, tmpDir: this.tmpDir, env: this.env, signal, runner: this.runner });
+      const outcome = await check(rendered, this.allowedMs);
       if (outcome.kind === 'timeout') this.allowedMs = Math.min(this.allowedMs * 2, Math.max(this.timeoutMs, MAX_CHECK_MS));
       else if (outcome.kind === 'exited') this.allowedMs = Math.max(this.timeoutMs, Math.min(4 * (performance.now() - checkStarted), MAX_CHECK_MS));
       const verdict = this.judge(outcome);

@@ -7,8 +7,9 @@
  * path then does everything) when an object is deleted or relisted, when its snippet
  * fails, skips it or warns, when it asks for more than map entries and not for them
  * first (`mapsFirst` false, e.g. basic auth, another controller's annotations; a TLS
- * host's entries go first, and its plan is `partial`: the render brings the certificate), when a key it adds
- * is held by another object (a conflict the full render settles by age), when it changes
+ * host's entries go first, and its plan is `partial`: the render brings the
+ * certificate), when a key it adds is held by another object (a conflict the full
+ * render settles by age), when it changes
  * or drops an entry it had, when an entry routes to a backend the running configuration
  * lacks, when something other than its own snippet reads it by key, and when a map is
  * loaded other than once as a map.

@@ -7,9 +7,9 @@
  * `mapsOnly` is the template's word that the object asks for nothing but those entries
  * (no certificate, no new backend, no other line). `mapsFirst` says that its entries may
  * go ahead of the full render even so: what else it asks for (a certificate) comes with
- * that render, which then goes at once rather than as a mere confirmation. The render records each call, so that the fast path
- * can render one new or changed object's snippet alone and add its entries at runtime
- * (fast-maps.ts).
+ * that render, which then goes at once rather than as a mere confirmation. The render
+ * records each call, so that the fast path can render one new or changed object's
+ * snippet alone and add its entries at runtime (fast-maps.ts).
  */
 import { abortRender, describeValue } from './abort.ts';
 
