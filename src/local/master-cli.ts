@@ -107,8 +107,15 @@ export class CliSession {
     const payload = command.includes('\n');
     return new Promise<string>((resolve, reject) => {
       this.pending.push({ command, resolve, reject });
-      this.connection().write(payload ? `${command}\n\n` : `${command}\n`);
-      this.arm();
+      const socket = this.connection();
+      // The commands sent in one turn go out in one write, not one write each (thousands in a burst).
+      if (socket.writableCorked === 0) {
+        socket.cork();
+        process.nextTick(() => socket.uncork());
+      }
+      socket.write(payload ? `${command}\n\n` : `${command}\n`);
+      // The timer runs for the oldest command: one sent behind it does not give it more time.
+      if (!this.timer) this.arm();
     });
   }
 

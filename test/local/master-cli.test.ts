@@ -91,6 +91,25 @@ describe('CliSession', () => {
     session.close();
   });
 
+  it('gives up on an answer that does not come while further commands keep being sent', async () => {
+    // Each command sent after it must not give the oldest one a fresh timeout.
+    const session = new CliSession(join(dir, 'master.sock'), { timeoutMs: 150 });
+    const started = Date.now();
+    const hung = session.send('hang').then(
+      () => Infinity,
+      () => Date.now() - started,
+    );
+    const behind: Promise<unknown>[] = [];
+    for (let i = 0; i < 12; i++) {
+      behind.push(session.send(`behind-${i}`).catch(() => undefined));
+      await new Promise((r) => setTimeout(r, 40));
+    }
+    const failedAfter = await hung;
+    await Promise.all(behind);
+    assert.ok(failedAfter < 400, `the hung command failed ${failedAfter} ms after it was sent, with commands sent every 40 ms behind it`);
+    session.close();
+  });
+
   it('refuses a command with a line break, which would be two commands, and a payload that an empty line would cut short', async () => {
     const session = new CliSession(join(dir, 'master.sock'));
     await assert.rejects(session.send('show info\nshutdown'), /line break/);
