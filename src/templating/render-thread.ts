@@ -14,7 +14,7 @@ import { type ResourceView, type StoreOptions, Store } from '../k8s/store.ts';
 import { abortRender } from './abort.ts';
 import { type RenderResult, type TemplateSet, compileTemplates, renderTemplates } from './engine.ts';
 import { ServerCache } from './server-cache.ts';
-import { type StatusDelta, StatusDeltaSender } from './status-delta.ts';
+import { type RenderDelta, RenderDeltaSender } from './render-delta.ts';
 
 export interface RenderThreadData {
   templates: TemplateSet;
@@ -30,8 +30,8 @@ export type ToThread = { type: 'changes'; changes: ResourceChange[] } | { type: 
 export type FromThread =
   | { type: 'ready' }
   | { type: 'failed'; message: string }
-  /** `result.statuses` is sent empty: `statuses` says what changed since the last render sent (status-delta.ts). */
-  | { type: 'rendered'; id: number; result: RenderResult; statuses: StatusDelta | undefined; structure: ValidationProblem[]; durationMs: number }
+  /** A render's statuses, server sets and map entries go as `delta`: what changed since the last render sent (render-delta.ts). */
+  | { type: 'rendered'; id: number; result: RenderResult; delta: RenderDelta | undefined; structure: ValidationProblem[]; durationMs: number }
   | { type: 'cancelled'; id: number };
 
 const SUPERSEDED = 'superseded by a newer render';
@@ -54,7 +54,7 @@ function main(): void {
   };
   empty();
   let running = 0;
-  const sent = new StatusDeltaSender();
+  const sent = new RenderDeltaSender();
   const check = () => {
     if (Atomics.load(current, 0) !== running) abortRender(SUPERSEDED);
   };
@@ -93,9 +93,8 @@ function main(): void {
       return;
     }
     const structure = result.ok ? checkStructure(result.config) : [];
-    const statuses = result.ok ? sent.delta(result.statuses) : undefined;
-    const shipped: RenderResult = result.ok ? { ...result, statuses: [] } : result;
-    port.postMessage({ type: 'rendered', id: running, result: shipped, statuses, structure, durationMs: performance.now() - started } satisfies FromThread);
+    const shipped = result.ok ? sent.ship(result) : { result, delta: undefined };
+    port.postMessage({ type: 'rendered', id: running, result: shipped.result, delta: shipped.delta, structure, durationMs: performance.now() - started } satisfies FromThread);
   });
   port.postMessage({ type: 'ready' } satisfies FromThread);
 }

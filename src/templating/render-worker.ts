@@ -20,7 +20,7 @@ import type { ResourceChange } from '../k8s/resource.ts';
 import type { ResourceView, StoreOptions } from '../k8s/store.ts';
 import type { RenderResult, TemplateSet } from './engine.ts';
 import type { FromThread, RenderThreadData, ToThread } from './render-thread.ts';
-import { StatusDeltaReceiver } from './status-delta.ts';
+import { RenderDeltaReceiver } from './render-delta.ts';
 import { nextTurn } from '../turns.ts';
 
 export interface RenderWorkerOptions {
@@ -34,7 +34,7 @@ export interface RenderWorkerOptions {
   batch?: number;
 }
 
-/** `statusesDigest`: equal for renders that declared equal statuses (status-delta.ts). */
+/** `statusesDigest`: equal for renders that declared equal statuses (render-delta.ts). */
 export type WorkerRender = { ok: true; result: RenderResult; statusesDigest: string | undefined; structure: ValidationProblem[]; durationMs: number } | { ok: false; cancelled: true } | { ok: false; cancelled: false; message: string };
 
 /**
@@ -173,8 +173,8 @@ export class RenderWorker {
         resolve({ ok: false, cancelled: false, message: why });
       }
     };
-    // What this thread sent of its statuses, put together again.
-    const received = new StatusDeltaReceiver();
+    // What this thread sent of its statuses, server sets and map entries, put together again.
+    const received = new RenderDeltaReceiver();
     // Nobody may be waiting on `ready` when the worker dies at once.
     live.ready.catch(() => undefined);
     worker.on('message', (message: FromThread) => {
@@ -185,9 +185,9 @@ export class RenderWorker {
           return die(`the render worker could not compile the templates: ${message.message}`);
         case 'rendered': {
           // Every render the thread sent counts, awaited or not: the next one says what changed since it.
-          const { result, statuses } = message;
-          if (result.ok && statuses) result.statuses = received.take(statuses);
-          return this.waiting.get(message.id)?.({ ok: true, result, statusesDigest: statuses?.digest, structure: message.structure, durationMs: message.durationMs });
+          const { delta } = message;
+          const result = message.result.ok && delta ? received.take(message.result, delta) : message.result;
+          return this.waiting.get(message.id)?.({ ok: true, result, statusesDigest: delta?.statuses.digest, structure: message.structure, durationMs: message.durationMs });
         }
         case 'cancelled':
           return this.waiting.get(message.id)?.({ ok: false, cancelled: true });

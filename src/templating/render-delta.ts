@@ -1,0 +1,67 @@
+/**
+ * What a render declares besides its files, sent from the render thread to the main
+ * thread as lists of what changed since the render sent before (list-delta.ts): the
+ * statuses, the server sets (h.servers) and the map entries (h.mapEntries). Where a
+ * server set stands in haproxy.cfg moves with every line written before it, so the
+ * places go apart, as one typed array (copied between threads at memory speed), and
+ * the calls themselves, which seldom change, as a delta.
+ */
+import { type ObjectStatus, statusKey } from '../status/types.ts';
+import type { RenderResult } from './engine.ts';
+import { type ListDelta, ListDeltaReceiver, ListDeltaSender } from './list-delta.ts';
+import type { DeclaredObject, MapDeclarations } from './map-entries.ts';
+import type { ServerSet } from './rendered.ts';
+
+type Rendered = Extract<RenderResult, { ok: true }>;
+/** A server set without its place in the text. */
+type ServerCall = Omit<ServerSet, 'start' | 'end'>;
+
+export interface RenderDelta {
+  /** Its digest is equal for renders that declared equal statuses (render.ts compares renders by it). */
+  statuses: ListDelta<ObjectStatus>;
+  /** `places`: each set's start and end, in order. */
+  serverSets?: { calls: ListDelta<ServerCall>; places: Int32Array; reads: readonly string[] };
+  mapEntries?: { sets: MapDeclarations['sets']; objects: ListDelta<DeclaredObject> };
+}
+
+/** The render thread's side. */
+export class RenderDeltaSender {
+  private readonly statuses = new ListDeltaSender<ObjectStatus>((status) => statusKey(status.ref), { digest: true });
+  // Equal calls are interchangeable: a call is keyed by its text.
+  private readonly calls = new ListDeltaSender<ServerCall>((_, text) => text);
+  private readonly objects = new ListDeltaSender<DeclaredObject>((object) => `${object.set}\u0001${object.key}`);
+
+  /** The result to send, without its statuses, server sets and map entries, and what stands for them. */
+  ship(rendered: Rendered): { result: Rendered; delta: RenderDelta } {
+    const { serverSets, mapEntries, ...config } = rendered.config;
+    const delta: RenderDelta = { statuses: this.statuses.delta(rendered.statuses) };
+    if (serverSets) {
+      const places = new Int32Array(serverSets.sets.length * 2);
+      const calls = serverSets.sets.map(({ start, end, ...call }, i) => {
+        places[2 * i] = start;
+        places[2 * i + 1] = end;
+        return call;
+      });
+      delta.serverSets = { calls: this.calls.delta(calls), places, reads: serverSets.reads };
+    }
+    if (mapEntries) delta.mapEntries = { sets: mapEntries.sets, objects: this.objects.delta(mapEntries.objects) };
+    return { result: { ...rendered, config, statuses: [] }, delta };
+  }
+}
+
+/** The main thread's side: one receiver per sender, taking every render it sent. */
+export class RenderDeltaReceiver {
+  private readonly statuses = new ListDeltaReceiver<ObjectStatus>();
+  private readonly calls = new ListDeltaReceiver<ServerCall>();
+  private readonly objects = new ListDeltaReceiver<DeclaredObject>();
+
+  take(shipped: Rendered, delta: RenderDelta): Rendered {
+    const config = { ...shipped.config };
+    if (delta.serverSets) {
+      const { calls, places, reads } = delta.serverSets;
+      config.serverSets = { sets: this.calls.take(calls).map((call, i) => ({ ...call, start: places[2 * i]!, end: places[2 * i + 1]! })), reads };
+    }
+    if (delta.mapEntries) config.mapEntries = { sets: delta.mapEntries.sets, objects: this.objects.take(delta.mapEntries.objects) };
+    return { ...shipped, config, statuses: this.statuses.take(delta.statuses) };
+  }
+}
