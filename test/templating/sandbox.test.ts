@@ -43,6 +43,9 @@ describe('the template sandbox', () => {
     assert.deepEqual([error!.template, error!.line, error!.message], ['haproxy.cfg', 2, 'import() is not available in templates']);
     assert.match(compileErrors({ main: '<% const f = async () => 1 %>' })[0]!.message, /async functions are not available/);
     assert.match(compileErrors({ snippets: { s: 'a\n\n<% (function* () {})(); (async function () { await 1 })() %>' }, main: '' })[0]!.message, /async functions are not available/);
+    // A keyword spelt with escapes is no keyword: the checked words cannot be hidden that way.
+    for (const hidden of ["<% imp\\u006frt('node:fs') %>", '<% const f = \\u0061sync () => 1 %>', '<% (async () => { aw\\u0061it 1 })() %>'])
+      assert.ok(compileErrors({ main: hidden }).length > 0, `${hidden} compiled`);
   });
 
   it('makes no code from strings, whatever constructor a template reaches', () => {
