@@ -4,6 +4,7 @@ import { map } from 'rxjs';
 import type { DeployRequest, Desired, Reconcile, ValidatedEvent } from '../src/events.ts';
 import { type RenderedConfig, sealRendered } from '../src/templating/rendered.ts';
 import { type FastEvent, type FastPathOutcome, fastPath, fastRequests } from '../streams/fast-path.ts';
+import type { Steps } from '../src/steps.ts';
 import { endpoint, marbles } from './helpers.ts';
 
 /** A configuration whose one backend `be` has these server lines, recorded as h.servers records them. */
@@ -124,6 +125,36 @@ describe('fastPath', () => {
     });
     // Planned on the full render of 2, not on what came before it.
     assert.deepEqual(p.bases, ['s1', 's2 from the full render']);
+  });
+
+  it('plans a large batch in slices, and takes a validated configuration that comes meanwhile after it, as if it had planned at once', () => {
+    let clock = 0;
+    const bases: string[] = [];
+    const busy: boolean[] = [];
+    // Reconciliation 2 plans in three steps of 6 ms: two slices of 10 ms. Reconciliation 3 plans at once.
+    const plan = (base: RenderedConfig, r: Reconcile): FastPathOutcome | Steps<FastPathOutcome> => {
+      bases.push(base.main.split('\n')[1] ?? '');
+      const outcome: FastPathOutcome = { kind: 'runtime', config: config(`s${r.seq}\n`), ops: [], backends: ['be'] };
+      if (r.seq !== 2) return outcome;
+      return (function* () {
+        for (let i = 0; i < 3; i++) {
+          clock += 6;
+          yield;
+        }
+        return outcome;
+      })();
+    };
+    marbles().run(({ hot, expectObservable }) => {
+      // Reconciliation 2 and the full render of 2 come in the same frame: the render's slice-free
+      // event runs between the plan's slices, and waits for the plan.
+      const reconciles$ = hot<Reconcile>('--b-----c', { b: reconcile(2), c: reconcile(3) });
+      const validated$ = hot<ValidatedEvent>('a-v--', { a: validated(1, config('s1\n')), v: validated(2, config('s2 from the full render\n')) });
+      const events = fastPath(reconciles$, validated$, { plan, clock: () => clock, planning: (b) => busy.push(b) }).pipe(label);
+      expectObservable(events).toBe('a-(bv)--c', { a: 'V1', b: 'F2:s2', v: 'V2', c: 'F3:s3' });
+    });
+    // Reconciliation 3 planned on the full render of 2, which came after the plan of 2, not on that plan.
+    assert.deepEqual(bases, ['s1', 's2 from the full render']);
+    assert.deepEqual(busy, [true, false], 'planning is told of the plan in slices only');
   });
 });
 

@@ -6,7 +6,8 @@ import type { KubeObject, ResourceChange } from '../src/k8s/resource.ts';
 import type { ResourceView } from '../src/k8s/store.ts';
 import { sealRendered } from '../src/templating/rendered.ts';
 import { DEFAULT_SETTINGS } from '../src/config/controller-config.ts';
-import { type GraphDeps, type GraphSettings, graph } from '../streams/graph.ts';
+import { type FastPlanInput, type GraphDeps, type GraphSettings, graph } from '../streams/graph.ts';
+import type { FastPathOutcome } from '../streams/fast-path.ts';
 import type { RenderOutcome } from '../streams/render.ts';
 import type { ValidateOutcome } from '../streams/validate.ts';
 import { OK, endpoint, marbles, synced, upsert } from './helpers.ts';
@@ -60,7 +61,7 @@ const serviceNames = (resources: Resources) => resources.get('services')!.list()
 
 /** A fake fast path plan: every change is one runtime operation, to a configuration whose text `main` makes of the stores. */
 const runtimePlan =
-  (main: (resources: Resources) => string): NonNullable<GraphDeps['fastPlan']> =>
+  (main: (resources: Resources) => string): ((input: FastPlanInput) => FastPathOutcome) =>
   ({ resources }) => ({
     kind: 'runtime',
     config: sealRendered({ main: main(resources), maps: {}, files: {}, certs: {} }),

@@ -45,6 +45,22 @@ describe('holdWhileFast', () => {
     });
   });
 
+  it('holds while the fast path plans in slices, then while the deployment it planned runs, and no longer than the maximum', () => {
+    marbles().run(({ hot, expectObservable }) => {
+      // Reconciliation 1's plan runs from 0 to 20 ms; the fast deployment it planned starts
+      // as its outcome goes out (19 ms, before the plan is over) and ends at 50 ms.
+      const reconciles$ = hot<Reconcile>('a', { a: reconcileNo(1) });
+      const planning$ = hot<boolean>('t 19ms f', { t: true, f: false });
+      const deploys$ = hot<ControllerEvent>('19ms s 30ms e', { s: started(7, 1), e: completed(7, 1) });
+      expectObservable(holdWhileFast(reconciles$, deploys$, { ...options, planning$ }).pipe(seqs)).toBe('50ms 1');
+    });
+    marbles().run(({ hot, expectObservable }) => {
+      // A plan that never says it ended holds for the maximum only.
+      const reconciles$ = hot<Reconcile>('a', { a: reconcileNo(1) });
+      expectObservable(holdWhileFast(reconciles$, hot<ControllerEvent>(''), { ...options, planning$: hot<boolean>('t', { t: true }) }).pipe(seqs)).toBe('500ms 1');
+    });
+  });
+
   it('waits for every fast deployment under way, not only the first to end', () => {
     marbles().run(({ hot, expectObservable }) => {
       const reconciles$ = hot<Reconcile>('a', { a: reconcileNo(2) });

@@ -1,8 +1,10 @@
-import { type Observable, type SchedulerLike, asyncScheduler, defer, map, merge, mergeMap, withLatestFrom } from 'rxjs';
+import { type Observable, type SchedulerLike, asyncScheduler, concatMap, defer, finalize, map, merge, mergeMap, of, withLatestFrom } from 'rxjs';
 import type { ControllerEvent, DeployRequest, Desired, Reconcile, ValidatedEvent } from '../src/events.ts';
 import type { RuntimeOp } from '../src/haproxy/plan-types.ts';
 import { type AppliedEntry, mapValue } from '../src/templating/fast-maps.ts';
 import { type RenderedConfig, serverLines } from '../src/templating/rendered.ts';
+import { type Steps, isSteps } from '../src/steps.ts';
+import { sliced } from './operators/sliced.ts';
 
 export type FastPathOutcome =
   | { kind: 'none' }
@@ -18,10 +20,15 @@ export type FastEvent = Extract<ControllerEvent, { type: 'FastPathPlanned' | 'Fa
 export interface FastPathDeps {
   /**
    * What the changes of `reconcile` do to `base` (the configuration the instances run or
-   * are being given), as new server lines and map entries applied at runtime;
-   * synchronous and cheap.
+   * are being given), as new server lines and map entries applied at runtime: at once,
+   * or as steps (src/steps.ts) run in slices of `sliceMs`, for a batch of hundreds of backends.
    */
-  plan(base: RenderedConfig, reconcile: Reconcile): FastPathOutcome;
+  plan(base: RenderedConfig, reconcile: Reconcile): FastPathOutcome | Steps<FastPathOutcome>;
+  /** The longest one slice of a plan holds the event loop (10 ms), by `clock` (performance.now). */
+  sliceMs?: number;
+  clock?: () => number;
+  /** Told when a plan begins (true) and when it has ended and its outcome is out (false). */
+  planning?(busy: boolean): void;
   /**
    * Makes ready what planning on a new base needs (its parse, its index), when it becomes
    * the base rather than when the next change is on its way; synchronous.
@@ -79,12 +86,23 @@ export function fastPath(reconciles$: Observable<Reconcile>, validated$: Observa
       return [event];
     };
 
-    const onReconcile = (reconcile: Reconcile): FastEvent[] => {
+    const onReconcile = (reconcile: Reconcile): Observable<FastEvent[]> | FastEvent[][] => {
       // Only cluster changes take it; the initial sync and the like render in full.
       if (reconcile.cause.reason !== 'resources' || !base) return [];
       const started = scheduler.now();
-      if (waitFor !== 0) return [{ type: 'FastPathSkipped', reconcile, reason: `waiting for the full render of reconciliation #${waitFor}`, durationMs: 0 }];
-      const outcome = deps.plan(base.config, reconcile);
+      if (waitFor !== 0) return [[{ type: 'FastPathSkipped', reconcile, reason: `waiting for the full render of reconciliation #${waitFor}`, durationMs: 0 }]];
+      const from = base.config;
+      const planned = deps.plan(from, reconcile);
+      if (!isSteps(planned)) return [afterPlan(reconcile, from, planned, started)];
+      deps.planning?.(true);
+      return sliced(() => planned, { scheduler, budgetMs: deps.sliceMs ?? 10, ...(deps.clock && { now: deps.clock }) }).pipe(
+        map((outcome) => afterPlan(reconcile, from, outcome, started)),
+        finalize(() => deps.planning?.(false)),
+      );
+    };
+
+    /** What a plan's outcome makes of the state, and the event that says so. */
+    const afterPlan = (reconcile: Reconcile, from: RenderedConfig, outcome: FastPathOutcome, started: number): FastEvent[] => {
       const durationMs = scheduler.now() - started;
       switch (outcome.kind) {
         case 'none':
@@ -93,17 +111,22 @@ export function fastPath(reconciles$: Observable<Reconcile>, validated$: Observa
           waitFor = reconcile.seq;
           return [{ type: 'FastPathSkipped', reconcile, reason: outcome.reason, durationMs }];
         case 'runtime': {
-          const from = base.config.hash;
           base = { config: outcome.config, seq: reconcile.seq };
           for (const backend of outcome.backends) applied.set(backend, { seq: reconcile.seq, lines: (outcome.lines && Object.hasOwn(outcome.lines, backend) ? outcome.lines[backend] : undefined) ?? serverLines(outcome.config, backend) });
           for (const e of outcome.entries ?? []) entries.set(`${e.map}\u0001${e.key}`, { ...e, seq: reconcile.seq });
           const added = (outcome.entries ?? []).map((e) => `${e.map} ${e.key}`);
-          return [{ type: 'FastPathPlanned', reconcile, config: outcome.config, from, ops: outcome.ops, backends: outcome.backends, ...(added.length > 0 && { entries: added }), ...(outcome.partial && { partial: true as const }), durationMs }];
+          return [{ type: 'FastPathPlanned', reconcile, config: outcome.config, from: from.hash, ops: outcome.ops, backends: outcome.backends, ...(added.length > 0 && { entries: added }), ...(outcome.partial && { partial: true as const }), durationMs }];
         }
       }
     };
 
-    return merge(validated$.pipe(map(onValidated)), reconciles$.pipe(map(onReconcile))).pipe(mergeMap((events) => events));
+    // One at a time, in the order they come: a validated configuration that arrives while a
+    // plan runs in slices waits for it, so no plan builds on a base that changed under it.
+    const inputs$ = merge(validated$.pipe(map((validated) => ({ validated }))), reconciles$.pipe(map((reconcile) => ({ reconcile }))));
+    return inputs$.pipe(
+      concatMap((input) => ('validated' in input ? of(onValidated(input.validated)) : onReconcile(input.reconcile))),
+      mergeMap((events) => events),
+    );
   });
 }
 

@@ -3,6 +3,7 @@ import { type BackoffOptions, RETRY_BACKOFF } from '../src/backoff.ts';
 import { type ControllerConfig, DEFAULT_SETTINGS } from '../src/config/controller-config.ts';
 import type { ControllerEvent, Endpoint, InstanceOutcome, Deployment, Reconcile, ValidatedEvent } from '../src/events.ts';
 import type { ResourceChange } from '../src/k8s/resource.ts';
+import type { Steps } from '../src/steps.ts';
 import { type ResourceView, type StoreOptions, Store } from '../src/k8s/store.ts';
 import type { RenderedConfig } from '../src/templating/rendered.ts';
 import { type CanaryDeps, canaryRollout } from './canary.ts';
@@ -59,8 +60,8 @@ export interface GraphDeps {
   /** The current HAProxy instances. */
   endpoints$: Observable<readonly Endpoint[]>;
   render(input: RenderInput): Observable<RenderOutcome>;
-  /** The fast path's plan (synchronous); without it, every change takes the full path. */
-  fastPlan?(input: FastPlanInput): FastPathOutcome;
+  /** The fast path's plan, at once or as steps run in slices (src/steps.ts); without it, every change takes the full path. */
+  fastPlan?(input: FastPlanInput): FastPathOutcome | Steps<FastPathOutcome>;
   /** Makes ready what the fast path needs of a configuration that becomes its base (synchronous). */
   fastPrepare?(input: Omit<FastPlanInput, 'reconcile'>): void;
   validate(config: RenderedConfig): Observable<ValidateOutcome>;
@@ -116,6 +117,8 @@ export function graph(settings: GraphSettings, deps: GraphDeps): Observable<Cont
     const stores = new Map(settings.watched.map((w) => [w.name, new Store(w.name, w)]));
     const verdicts = new Subject<Verdict>();
     const deployEvents = new Subject<ControllerEvent>();
+    /** Whether the fast path is planning: a plan in slices holds the full render like its deployment does. */
+    const fastPlanning = new Subject<boolean>();
     return deps.changes$.pipe(
       stageName('sources'),
       connect((changes$) => {
@@ -139,7 +142,7 @@ export function graph(settings: GraphSettings, deps: GraphDeps): Observable<Cont
         // The full render does not start while the fast path's runtime operations are on their way:
         // neither as a change comes (by the end of its turn the fast path has taken it or not, which
         // the pace asks), nor when the pace lets a held confirmation go.
-        const hold = (reconcile$: Observable<Reconcile>, atTurnEnd: boolean) => holdWhileFast(reconcile$, deployEvents, { maxHoldMs: FAST_HOLD_MS, atTurnEnd, scheduler });
+        const hold = (reconcile$: Observable<Reconcile>, atTurnEnd: boolean) => holdWhileFast(reconcile$, deployEvents, { maxHoldMs: FAST_HOLD_MS, atTurnEnd, planning$: fastPlanning, scheduler });
         const toRender$ = hold(paceConfirmations(hold(reconciles$, true), (reconcile) => fastTaken.has(reconcile.seq), { intervalMs: confirmWait, scheduler }), false);
         const renderWait = (reconcile: Reconcile) => (fastTaken.delete(reconcile.seq) ? confirmWait : settings.debounceMaxWaitMs);
         const rendered$ = render(toRender$, verdicts, { render: (reconcile) => deps.render({ reconcile, resources: stores }), maxWaitMs: renderWait, scheduler }).pipe(
@@ -155,6 +158,7 @@ export function graph(settings: GraphSettings, deps: GraphDeps): Observable<Cont
         const fastPlan = deps.fastPlan;
         const fast$ = fastPath(reconciles$, validated$.pipe(filter((e): e is ValidatedEvent => e.type === 'Validated')), {
           plan: (base, reconcile) => (fastPlan ? fastPlan({ base, reconcile, resources: stores }) : { kind: 'none' }),
+          planning: (busy) => fastPlanning.next(busy),
           ...(deps.fastPrepare && { prepare: (base: RenderedConfig) => deps.fastPrepare!({ base, resources: stores }) }),
           scheduler,
         }).pipe(

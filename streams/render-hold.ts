@@ -1,4 +1,4 @@
-import { type Observable, type SchedulerLike, Subject, asyncScheduler, concatMap, defer, filter, ignoreElements, map, merge, of, race, switchMap, take, tap, timer } from 'rxjs';
+import { EMPTY, type Observable, type SchedulerLike, Subject, asyncScheduler, concatMap, defer, filter, ignoreElements, map, merge, of, race, switchMap, take, tap, timer } from 'rxjs';
 import type { ControllerEvent, Reconcile } from '../src/events.ts';
 
 export interface RenderHoldOptions {
@@ -10,8 +10,17 @@ export interface RenderHoldOptions {
    * has been held before, its own deployment long sent), and schedules nothing unless it holds.
    */
   atTurnEnd?: boolean;
+  /**
+   * Whether the fast path is planning (true from a plan's start until its outcome is out):
+   * a plan of hundreds of backends runs in slices, over several turns, and its deployment
+   * starts after it, so that counts as a fast deployment under way.
+   */
+  planning$?: Observable<boolean>;
   scheduler?: SchedulerLike;
 }
+
+/** The key a plan under way takes among the fast deployments under way (their ids are positive). */
+const PLANNING = -1;
 
 /**
  * The reconciliations as the full render takes them: not while a fast path deployment
@@ -43,6 +52,13 @@ export function holdWhileFast(reconciles$: Observable<Reconcile>, deployEvents$:
       }),
       ignoreElements(),
     );
+    const planning$ = (options.planning$ ?? EMPTY).pipe(
+      tap((busy) => {
+        if (busy) running.set(PLANNING, scheduler.now());
+        else if (running.delete(PLANNING)) ended$.next();
+      }),
+      ignoreElements(),
+    );
     const held$ = reconciles$.pipe(
       map((reconcile) => ({ reconcile, arrived: scheduler.now() })),
       concatMap(({ reconcile, arrived }) => {
@@ -58,6 +74,6 @@ export function holdWhileFast(reconciles$: Observable<Reconcile>, deployEvents$:
         return options.atTurnEnd === false ? defer(held) : timer(0, scheduler).pipe(switchMap(held));
       }),
     );
-    return merge(tracked$, held$);
+    return merge(tracked$, planning$, held$);
   });
 }

@@ -8,7 +8,7 @@ import type { ResourceChange } from '../k8s/resource.ts';
 import type { ResourceView } from '../k8s/store.ts';
 import { rememberStructure } from '../haproxy/structure.ts';
 import { DEFAULT_RENDER_TIMEOUT_MS } from '../templating/engine.ts';
-import { planFastPath, warmFastPath } from '../templating/fast-maps.ts';
+import { planFastPathSteps, warmFastPath } from '../templating/fast-maps.ts';
 import { prepareFast } from '../templating/fast-path.ts';
 import { RenderWorker, type WorkerRender } from '../templating/render-worker.ts';
 import type { RenderedConfig } from '../templating/rendered.ts';
@@ -84,7 +84,7 @@ export function controllerGraph(loaded: LoadedConfig, io: ControllerIO): Observa
           return fromAbortable((signal) => worker.render(resources, signal)).pipe(mergeMap(renderOutcome));
         }),
       // The fast path renders a few server or map entry snippets here, with the templates compiled in this thread.
-      fastPlan: ({ base, reconcile, resources }) => planFastPath(base, reconcile.cause.changes, { templates: loaded.templates, values, timeoutMs, resources }),
+      fastPlan: ({ base, reconcile, resources }) => planFastPathSteps(base, reconcile.cause.changes, { templates: loaded.templates, values, timeoutMs, resources }),
       fastPrepare: ({ base, resources }) => {
         prepareFast(base);
         // Once, on the first base: the first change after a start then plans as fast as the others.

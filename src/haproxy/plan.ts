@@ -45,6 +45,7 @@ import { DRAIN_MARKER, carryFacts, collectServers, planServers, runningFacts } f
 import { boundCrtLists } from './crt-list.ts';
 import { planCerts } from './plan-certs.ts';
 import type { Plan, RuntimeOp, ServerAddOp, ServerDelOp, ServerRef, ServerStateOp } from './plan-types.ts';
+import { type Steps, runSteps } from '../steps.ts';
 
 export type * from './plan-types.ts';
 export type { MapEntry } from './map-file.ts';
@@ -171,7 +172,7 @@ export function planDeployment(previous: RenderedConfig | undefined, next: Rende
     reasons.push('the order of sections changed');
   }
 
-  const sections = planSections(changed, prevConfig, nextConfig);
+  const sections = runSteps(planSections(changed, prevConfig, nextConfig));
   reasons.push(...sections.reasons);
   // A reload is certain already: how the changed maps would be updated at runtime, and
   // why one could not be, is not worked out (at 10k backends, parsing and comparing the
@@ -193,19 +194,23 @@ export function planDeployment(previous: RenderedConfig | undefined, next: Rende
   return ops.length === 0 ? { kind: 'none' } : { kind: 'runtime', ops };
 }
 
+/** How many changed sections are planned between two steps: a few milliseconds' work at 10k backends. */
+const SECTIONS_PER_STEP = 16;
+
 /**
  * The changes between pairs of sections with the same key, as runtime operations in
  * the order they must run (`early`: server deletions that free an id, additions and
  * changes, to go before map entries; `late`: removals), or the reasons they need a reload.
  */
-function planSections(pairs: readonly { was: Section; is: Section }[], prevConfig: HaproxyConfig, nextConfig: HaproxyConfig): { reasons: string[]; early: RuntimeOp[]; late: RuntimeOp[] } {
+function* planSections(pairs: readonly { was: Section; is: Section }[], prevConfig: HaproxyConfig, nextConfig: HaproxyConfig): Steps<{ reasons: string[]; early: RuntimeOp[]; late: RuntimeOp[] }> {
   const reasons: string[] = [];
   const running = once(() => runningFacts(prevConfig));
   const earlyDels: ServerDelOp[] = [];
   const adds: ServerAddOp[] = [];
   const changes: (RuntimeOp & ServerRef)[][] = [];
   const dels: ServerDelOp[] = [];
-  for (const { was, is } of pairs) {
+  for (const [i, { was, is }] of pairs.entries()) {
+    if (i > 0 && i % SECTIONS_PER_STEP === 0) yield;
     const label = sectionLabel(is);
     if (lineKey(was.header) !== lineKey(is.header)) {
       reasons.push(`${label}: header "${was.header.text}" changed to "${is.header.text}"`);
@@ -243,6 +248,11 @@ function planSections(pairs: readonly { was: Section; is: Section }[], prevConfi
  * `next` do not split it again either.
  */
 export function planEdits(previous: RenderedConfig, next: RenderedConfig, edits: readonly TextEdit[]): Plan {
+  return runSteps(planEditSteps(previous, next, edits));
+}
+
+/** planEdits, yielding between every few sections it plans (steps.ts). */
+export function* planEditSteps(previous: RenderedConfig, next: RenderedConfig, edits: readonly TextEdit[]): Steps<Plan> {
   const prevConfig = configOf(previous);
   const nextConfig = editConfig(prevConfig, edits);
   sameSectionLayout(nextConfig, prevConfig);
@@ -250,7 +260,7 @@ export function planEdits(previous: RenderedConfig, next: RenderedConfig, edits:
   const touched = new Set<number>();
   for (const edit of edits) touched.add(sectionAt(prevConfig, edit.start));
   const pairs = [...touched].sort((a, b) => a - b).map((i) => ({ was: prevConfig.sections[i]!, is: nextConfig.sections[i]! }));
-  const { reasons, early, late } = planSections(pairs, prevConfig, nextConfig);
+  const { reasons, early, late } = yield* planSections(pairs, prevConfig, nextConfig);
   // The next plan starts from `next`: what it needs to know of the whole configuration follows from these edits.
   carryFacts(prevConfig, nextConfig, pairs);
   if (reasons.length > 0) return { kind: 'reload', reasons, after: [] };

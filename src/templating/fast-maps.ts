@@ -20,7 +20,8 @@ import { mapEntry } from '../haproxy/map-file.ts';
 import { mapReferencesInText } from '../haproxy/plan-maps.ts';
 import { type KubeObject, objectKey } from '../k8s/resource.ts';
 import { renderObjectEntries } from './engine.ts';
-import { type FastPathInput, type FastPathSet, type FastPlan, planFast, rehearseServerEdit, shareIndex } from './fast-path.ts';
+import { type FastPathInput, type FastPathSet, type FastPlan, planFastSteps, rehearseServerEdit, shareIndex } from './fast-path.ts';
+import { type Steps, runSteps } from '../steps.ts';
 import type { DeclaredObject, MapDeclarations } from './map-entries.ts';
 import { type RenderedConfig, readKey, sealMaps } from './rendered.ts';
 
@@ -166,11 +167,16 @@ function withObjects(declarations: MapDeclarations, updated: readonly DeclaredOb
  * the configuration with the new server lines. Either declining declines the batch.
  */
 export function planFastPath(base: RenderedConfig, changes: readonly ChangeRef[], input: MapFastInput): FastMapPlan {
+  return runSteps(planFastPathSteps(base, changes, input));
+}
+
+/** planFastPath, yielding where planning server lines does (steps.ts). */
+export function* planFastPathSteps(base: RenderedConfig, changes: readonly ChangeRef[], input: MapFastInput): Steps<FastMapPlan> {
   const sets = base.mapEntries?.sets;
   const mapChanges = sets ? changes.filter((c) => sets[c.resource]) : [];
-  if (mapChanges.length === 0) return withDeclarations(planFast(base, changes, input), base);
+  if (mapChanges.length === 0) return withDeclarations(yield* planFastSteps(base, changes, input), base);
   const others = changes.filter((c) => !sets?.[c.resource]);
-  const servers = others.length > 0 ? planFast(base, others, input) : ({ kind: 'none' } as const);
+  const servers = others.length > 0 ? yield* planFastSteps(base, others, input) : ({ kind: 'none' } as const);
   if (servers.kind === 'unsupported') return servers;
   withDeclarations(servers, base);
   const entries = planMapEntries(servers.kind === 'runtime' ? servers.config : base, mapChanges, input);

@@ -13,7 +13,8 @@
  */
 import type { ChangeRef } from '../events.ts';
 import { type TextEdit, tokenize } from '../haproxy/config.ts';
-import { type RuntimeOp, configOf, planEdits, shareParse } from '../haproxy/plan.ts';
+import { type RuntimeOp, configOf, planEditSteps, planEdits, shareParse } from '../haproxy/plan.ts';
+import { type Steps, runSteps } from '../steps.ts';
 import { objectKey } from '../k8s/resource.ts';
 import type { ResourceView } from '../k8s/store.ts';
 import { type CompiledTemplates, renderServerSets } from './engine.ts';
@@ -131,6 +132,19 @@ export function prepareFast(base: RenderedConfig): void {
 const describe = (change: ChangeRef) => `${change.kind ?? change.resource} ${change.namespace ? `${change.namespace}/` : ''}${change.name ?? ''}`.trim();
 
 export function planFast(base: RenderedConfig, changes: readonly ChangeRef[], input: FastPathInput): FastPlan {
+  return runSteps(planFastSteps(base, changes, input));
+}
+
+/** How many server sets are rendered between two steps: a few milliseconds' work. */
+const SETS_PER_STEP = 16;
+
+/**
+ * planFast, yielding between every few backends it renders and plans (steps.ts): a
+ * burst that moves hundreds of backends' endpoints at 10k objects plans for hundreds
+ * of milliseconds. Between steps the stores may take newer changes; a backend rendered
+ * after one has it early, and the plan of that change finds its lines already there.
+ */
+export function* planFastSteps(base: RenderedConfig, changes: readonly ChangeRef[], input: FastPathInput): Steps<FastPlan> {
   adopt(base);
   const index = indexOf(base);
   if (!index || !base.serverSets) return { kind: 'unsupported', reason: 'the templates declare no server lines (h.servers)' };
@@ -149,8 +163,15 @@ export function planFast(base: RenderedConfig, changes: readonly ChangeRef[], in
 
   const sets = base.serverSets.sets;
   const chosen = [...affected].sort((a, b) => a - b);
-  const rendered = renderServerSets(input.templates, chosen.map((i) => sets[i]!), { resources: Object.fromEntries(input.resources), values: input.values }, { timeoutMs: input.timeoutMs });
-  if (!rendered.ok) return { kind: 'unsupported', reason: `${rendered.error.template}${rendered.error.line !== undefined ? `:${rendered.error.line}` : ''}: ${rendered.error.message}` };
+  const rendered: { texts: string[]; reads: (readonly string[])[] } = { texts: [], reads: [] };
+  for (let from = 0; from < chosen.length; from += SETS_PER_STEP) {
+    if (from > 0) yield;
+    const part = renderServerSets(input.templates, chosen.slice(from, from + SETS_PER_STEP).map((i) => sets[i]!), { resources: Object.fromEntries(input.resources), values: input.values }, { timeoutMs: input.timeoutMs });
+    if (!part.ok) return { kind: 'unsupported', reason: `${part.error.template}${part.error.line !== undefined ? `:${part.error.line}` : ''}: ${part.error.message}` };
+    rendered.texts.push(...part.texts);
+    rendered.reads.push(...part.reads);
+  }
+  yield;
 
   const edits: (TextEdit & { index: number; reads: readonly string[] })[] = [];
   for (const [k, i] of chosen.entries()) {
@@ -167,7 +188,8 @@ export function planFast(base: RenderedConfig, changes: readonly ChangeRef[], in
   shareFirstSets(base.serverSets, config.serverSets!);
   // The sets keep their places: where the edited ones read what they read before, the index holds.
   if (edits.every((e) => sameReads(e.reads, sets[e.index]!.reads))) indexes.set(config, index);
-  const plan = planEdits(base, config, edits);
+  yield;
+  const plan = yield* planEditSteps(base, config, edits);
   if (plan.kind === 'reload') return { kind: 'unsupported', reason: `needs a reload: ${plan.reasons.slice(0, 3).join('; ')}` };
   if (plan.kind === 'none') return { kind: 'none' };
   remember(config);
