@@ -13,6 +13,8 @@ const DELETE_RETRY_MS = 1_000;
 const DELETE_ATTEMPTS = 120;
 /** Fast plans with more runtime operations than this are applied on a turn of their own. */
 const TURN_OVER_OPS = 32;
+/** Runtime operations turned into commands and written in one turn (a few milliseconds' work). */
+const OPS_PER_TURN = 256;
 
 export interface LocalTargetOptions extends Omit<HaproxyProcessOptions, 'onExit'> {
   /** Told about each step, for logs. */
@@ -245,9 +247,13 @@ export class LocalTarget {
         crtListLines.set(op, number);
       }
     }
-    const sent = ops.flatMap((op) =>
-      runtimeCommands(op, { mapVersion: mapVersions.get(op), crtListLine: crtListLines.get(op) }).map((command) => ({ op, command, reply: this.haproxy.runtime(command) })),
-    );
+    const sent: { op: RuntimeOp; command: string; reply: Promise<string> }[] = [];
+    for (const [i, op] of ops.entries()) {
+      // Thousands of commands (a burst at 10k backends) are written a few hundred per turn: the
+      // loop answers in between, and haproxy starts on the first ones meanwhile.
+      if (i > 0 && i % OPS_PER_TURN === 0) await nextTurn();
+      for (const command of runtimeCommands(op, { mapVersion: mapVersions.get(op), crtListLine: crtListLines.get(op) })) sent.push({ op, command, reply: this.haproxy.runtime(command) });
+    }
     // Every answer is awaited, so none is left to fail unobserved.
     const replies = await Promise.allSettled(sent.map((s) => s.reply));
     let failure: string | undefined;

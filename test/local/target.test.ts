@@ -150,6 +150,19 @@ describe('LocalTarget (real haproxy)', () => {
       setImmediate(() => order.push('turn'));
       assert.equal((await target.deploy(again, { from: next.hash, ops: [same] })).ok, true);
       assert.equal(order[0], 'command', 'one command goes without waiting a turn');
+
+      // Hundreds of commands are written a few hundred per turn, with what waits answered in between, and all succeed.
+      order.length = 0;
+      let turns = 0;
+      const tick = () => {
+        order.push('turn');
+        if (++turns < 50) setImmediate(tick);
+      };
+      setImmediate(tick);
+      const many = await target.deploy(next, { from: again.hash, ops: Array.from({ length: 600 }, () => same) });
+      assert.deepEqual(many, { ok: true, reloaded: false, runtimeOps: 600 });
+      const runs = order.join(' ').split('turn').map((run) => run.trim().split(' ').filter(Boolean).length).filter((n) => n > 0);
+      assert.deepEqual(runs, [256, 256, 88], 'commands written between turns');
     } finally {
       target.haproxy.runtime = send;
     }
