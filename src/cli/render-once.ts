@@ -11,7 +11,7 @@ import type { RenderedConfig } from '../templating/rendered.ts';
 import { loadControllerConfig } from './load-config.ts';
 
 export type RenderOnce =
-  | { ok: true; config: RenderedConfig; problems: string[]; warnings: RenderWarning[]; statuses: ObjectStatus[] }
+  | { ok: true; config: RenderedConfig; problems: string[]; warnings: RenderWarning[]; statuses: readonly ObjectStatus[] }
   | { ok: false; stage: 'config' | 'render'; message: string; problems: string[] };
 
 /** Loads templates and manifests once and renders them: the `render` and `validate` commands. */

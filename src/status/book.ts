@@ -48,6 +48,8 @@ export class StatusBook {
   private readonly composedText = new Map<string, Composed>();
   /** The declarations were replaced since the last recompose: keys may have gone. */
   private latestKeysMayBeGone = false;
+  /** The statuses list the declarations were last made from. */
+  private taken: readonly ObjectStatus[] | undefined;
 
   /** Applies one controller event; returns the keys whose composed status changed. */
   apply(event: ControllerEvent): string[] {
@@ -110,6 +112,23 @@ export class StatusBook {
   }
 
   private take(hash: string, statuses: readonly ObjectStatus[]): void {
+    // The very list taken last (the render thread's statuses did not change): the same declarations.
+    const declared = statuses === this.taken ? this.latest : this.declarations(statuses);
+    this.taken = statuses;
+    if (declared !== this.latest) this.latestKeysMayBeGone = true;
+    this.latest = declared;
+    this.latestHash = hash;
+    this.byHash.delete(hash);
+    this.byHash.set(hash, declared);
+    for (const old of this.byHash.keys()) {
+      if (this.byHash.size <= KEPT_RENDERS) break;
+      this.byHash.delete(old);
+    }
+    // The configuration is live and unchanged: so is what is declared about it now.
+    if (this.live?.hash === hash) this.live = { hash, declared };
+  }
+
+  private declarations(statuses: readonly ObjectStatus[]): Declared {
     const declared = new Map<string, Held>();
     for (const status of statuses) {
       const key = statusKey(status.ref);
@@ -124,17 +143,7 @@ export class StatusBook {
       // (at 10k objects, each render's declarations would otherwise be held several times over).
       declared.set(key, before !== undefined && before.text === text ? before : { status, text });
     }
-    this.latest = declared;
-    this.latestKeysMayBeGone = true;
-    this.latestHash = hash;
-    this.byHash.delete(hash);
-    this.byHash.set(hash, declared);
-    for (const old of this.byHash.keys()) {
-      if (this.byHash.size <= KEPT_RENDERS) break;
-      this.byHash.delete(old);
-    }
-    // The configuration is live and unchanged: so is what is declared about it now.
-    if (this.live?.hash === hash) this.live = { hash, declared };
+    return declared;
   }
 
   /** Recomputes what each key's composed status depends on; returns the keys where it changed, and those gone. */

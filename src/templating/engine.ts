@@ -158,7 +158,7 @@ const snippetEscapes = new WeakMap<CompiledTemplates, { current: Escape }>();
 
 export type CompileResult = { ok: true; templates: CompiledTemplates } | { ok: false; errors: RenderError[] };
 export type { RenderWarning } from './helpers.ts';
-export type RenderResult = { ok: true; config: RenderedConfig; warnings: RenderWarning[]; statuses: ObjectStatus[] } | { ok: false; error: RenderError };
+export type RenderResult = { ok: true; config: RenderedConfig; warnings: RenderWarning[]; statuses: readonly ObjectStatus[] } | { ok: false; error: RenderError };
 
 /** The render a compiled set is running, if any: what `h.warn` and `h.certFile` record into. */
 const sessions = new WeakMap<CompiledTemplates, { current: RenderSession | undefined }>();

@@ -65,14 +65,18 @@ export class ListDeltaSender<T> {
 export class ListDeltaReceiver<T> {
   private readonly byKey = new Map<string, T>();
   private order: string[] = [];
+  private last: readonly T[] = [];
 
-  take(delta: ListDelta<T>): T[] {
+  /** The list put together again: the very array of the last take when nothing changed, so a consumer can skip it. */
+  take(delta: ListDelta<T>): readonly T[] {
+    if (!delta.order && delta.changed.length === 0) return this.last;
     if (delta.order) {
       const keep = new Set(delta.order);
       for (const key of this.byKey.keys()) if (!keep.has(key)) this.byKey.delete(key);
       this.order = delta.order;
     }
     for (const [i, item] of delta.changed.entries()) this.byKey.set(delta.keys[i]!, item);
-    return this.order.map((key) => this.byKey.get(key)!);
+    this.last = this.order.map((key) => this.byKey.get(key)!);
+    return this.last;
   }
 }

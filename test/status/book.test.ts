@@ -65,6 +65,18 @@ describe('StatusBook', () => {
     assert.deepEqual(book.apply(rendered('b', [edge])), ['Ingress shop/web'], 'one gone');
   });
 
+  it('takes the very statuses list again (the render thread\'s did not change) as it takes an equal copy', () => {
+    const events = (list: () => ObjectStatus[]) => [rendered('a', list()), deployed('a'), rendered('b', list()), unchanged('b', list()), deployed('b'), rendered('c', [gateway(2)]), rendered('d', list()), deployed('d')];
+    const same = [gateway(1), ingress(3)];
+    const once = new StatusBook();
+    const copies = new StatusBook();
+    const sameChanges = events(() => same).map((e) => once.apply(e));
+    const copyChanges = events(() => structuredClone(same)).map((e) => copies.apply(e));
+    assert.deepEqual(sameChanges, copyChanges);
+    assert.deepEqual(once.all(), copies.all());
+    assert.ok(sameChanges.some((keys) => keys.length > 0));
+  });
+
   it('says why when the deployment failed or haproxy refused the configuration, and recovers', () => {
     const book = new StatusBook();
     book.apply(rendered('a', [gateway(1)]));

@@ -38,6 +38,11 @@ describe('a list sent between the render thread and the main thread as its chang
     assert.equal(second.statuses[0], first.statuses[0]);
     assert.equal(second.statuses[2], first.statuses[2]);
     assert.notEqual(second.statuses[1], first.statuses[1]);
+
+    // Nothing changed: the very list of the last take, which its consumers need not go through again.
+    const third = send([status('a'), status('b', 'changed'), status('c')]);
+    assert.deepEqual(third.delta.changed, []);
+    assert.equal(third.statuses, second.statuses);
   });
 
   it('follows objects that come and go', () => {
