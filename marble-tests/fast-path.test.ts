@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { map } from 'rxjs';
+import { map, tap } from 'rxjs';
 import type { DeployRequest, Desired, Reconcile, ValidatedEvent } from '../src/events.ts';
 import { type RenderedConfig, sealRendered } from '../src/templating/rendered.ts';
 import { type FastEvent, type FastPathOutcome, fastPath, fastRequests } from '../streams/fast-path.ts';
@@ -60,7 +60,7 @@ describe('fastPath', () => {
       // c1 validated twice (a drift, a retry): ready once. c0 from reconciliation 1 comes after c2 from 3: it is no base.
       const validated$ = hot<ValidatedEvent>('a-b-c-d', { a: validated(2, c1), b: validated(2, c1), c: validated(3, c2), d: validated(1, config('s0\n')) });
       const reconciles$ = hot<Reconcile>('-------');
-      expectObservable(fastPath(reconciles$, validated$, { plan: p.plan, prepare: (base) => prepared.push(base.main.split('\n')[1] ?? '') }).pipe(label)).toBe('a-b-c-d', { a: 'V2', b: 'V2', c: 'V3', d: 'V1' });
+      expectObservable(fastPath(reconciles$, validated$, { plan: p.plan, prepare: (base) => void prepared.push(base.main.split('\n')[1] ?? '') }).pipe(label)).toBe('a-b-c-d', { a: 'V2', b: 'V2', c: 'V3', d: 'V1' });
     });
     assert.deepEqual(prepared, ['s1', 's2']);
   });
@@ -125,6 +125,33 @@ describe('fastPath', () => {
     });
     // Planned on the full render of 2, not on what came before it.
     assert.deepEqual(p.bases, ['s1', 's2 from the full render']);
+  });
+
+  it('lets a validated configuration go on before its preparation in slices, and plans the next change after it', () => {
+    let clock = 0;
+    const steps: string[] = [];
+    const p = planner();
+    const prepare = (base: RenderedConfig): Steps<void> =>
+      (function* () {
+        for (let i = 1; i <= 3; i++) {
+          clock += 6;
+          steps.push(`${base.main.split('\n')[1]} part ${i}`);
+          yield;
+        }
+      })();
+    const plan = (base: RenderedConfig, r: Reconcile) => {
+      steps.push(`plan ${r.seq}`);
+      return p.plan(base, r);
+    };
+    marbles().run(({ hot, expectObservable }) => {
+      // The change comes in the frame its base does, behind it.
+      const validated$ = hot<ValidatedEvent>('a', { a: validated(1, config('s1\n')) });
+      const reconciles$ = hot<Reconcile>('b', { b: reconcile(2) });
+      const events = fastPath(reconciles$, validated$, { plan, prepare, clock: () => clock }).pipe(label, tap((e) => steps.push(e)));
+      expectObservable(events).toBe('(ab)', { a: 'V1', b: 'F2:s2' });
+    });
+    // Two parts fill the first 10 ms slice; the change waits for the third.
+    assert.deepEqual(steps, ['V1', 's1 part 1', 's1 part 2', 's1 part 3', 'plan 2', 'F2:s2']);
   });
 
   it('plans a large batch in slices, and takes a validated configuration that comes meanwhile after it, as if it had planned at once', () => {

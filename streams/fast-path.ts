@@ -1,4 +1,4 @@
-import { type Observable, type SchedulerLike, asyncScheduler, concatMap, defer, finalize, map, merge, mergeMap, of, withLatestFrom } from 'rxjs';
+import { type Observable, type SchedulerLike, asyncScheduler, concat, concatMap, defer, finalize, ignoreElements, map, merge, mergeMap, of, withLatestFrom } from 'rxjs';
 import type { ControllerEvent, DeployRequest, Desired, Reconcile, ValidatedEvent } from '../src/events.ts';
 import type { RuntimeOp } from '../src/haproxy/plan-types.ts';
 import { type AppliedEntry, mapValue } from '../src/templating/fast-maps.ts';
@@ -31,9 +31,10 @@ export interface FastPathDeps {
   planning?(busy: boolean): void;
   /**
    * Makes ready what planning on a new base needs (its parse, its index), when it becomes
-   * the base rather than when the next change is on its way; synchronous.
+   * the base rather than when the next change is on its way: at once, or as steps run in
+   * slices after the validated configuration has gone on.
    */
-  prepare?(base: RenderedConfig): void;
+  prepare?(base: RenderedConfig): void | Steps<void>;
   scheduler?: SchedulerLike;
 }
 
@@ -71,19 +72,23 @@ export function fastPath(reconciles$: Observable<Reconcile>, validated$: Observa
     /** The earliest reconciliation the fast path left to the full path, until a validated one has it. */
     let waitFor = 0;
 
-    const onValidated = (event: ValidatedEvent): (FastEvent | ValidatedEvent)[] => {
+    const onValidated = (event: ValidatedEvent): Observable<(FastEvent | ValidatedEvent)[]> | (FastEvent | ValidatedEvent)[][] => {
       const seq = event.reconcile.seq;
       const behind = [...applied].filter(([backend, a]) => a.seq > seq && serverLines(event.config, backend) !== a.lines).map(([backend]) => backend);
       const missing = [...entries.values()].filter((e) => e.seq > seq && mapValue(event.config, e.map, e.key) !== e.value).map((e) => `${e.map} ${e.key}`);
-      if (behind.length > 0 || missing.length > 0) return [{ type: 'ValidatedSuperseded', reconcile: event.reconcile, backends: behind, ...(missing.length > 0 && { entries: missing }) }];
+      if (behind.length > 0 || missing.length > 0) return [[{ type: 'ValidatedSuperseded', reconcile: event.reconcile, backends: behind, ...(missing.length > 0 && { entries: missing }) }]];
       for (const [backend, a] of applied) if (a.seq <= seq) applied.delete(backend);
       for (const [key, e] of entries) if (e.seq <= seq) entries.delete(key);
+      let prepared: void | Steps<void> = undefined;
       if (!base || seq >= base.seq) {
-        if (base?.config !== event.config) deps.prepare?.(event.config);
+        if (base?.config !== event.config) prepared = deps.prepare?.(event.config);
         base = { config: event.config, seq };
       }
       if (waitFor !== 0 && seq >= waitFor) waitFor = 0;
-      return [event];
+      if (!isSteps(prepared)) return [[event]];
+      // The configuration goes on at once; the next change waits for what its plan needs.
+      const steps = prepared;
+      return concat(of([event]), sliced(() => steps, { scheduler, budgetMs: deps.sliceMs ?? 10, ...(deps.clock && { now: deps.clock }) }).pipe(ignoreElements()));
     };
 
     const onReconcile = (reconcile: Reconcile): Observable<FastEvent[]> | FastEvent[][] => {
@@ -124,7 +129,7 @@ export function fastPath(reconciles$: Observable<Reconcile>, validated$: Observa
     // plan runs in slices waits for it, so no plan builds on a base that changed under it.
     const inputs$ = merge(validated$.pipe(map((validated) => ({ validated }))), reconciles$.pipe(map((reconcile) => ({ reconcile }))));
     return inputs$.pipe(
-      concatMap((input) => ('validated' in input ? of(onValidated(input.validated)) : onReconcile(input.reconcile))),
+      concatMap((input) => ('validated' in input ? onValidated(input.validated) : onReconcile(input.reconcile))),
       mergeMap((events) => events),
     );
   });

@@ -62,8 +62,8 @@ export interface GraphDeps {
   render(input: RenderInput): Observable<RenderOutcome>;
   /** The fast path's plan, at once or as steps run in slices (src/steps.ts); without it, every change takes the full path. */
   fastPlan?(input: FastPlanInput): FastPathOutcome | Steps<FastPathOutcome>;
-  /** Makes ready what the fast path needs of a configuration that becomes its base (synchronous). */
-  fastPrepare?(input: Omit<FastPlanInput, 'reconcile'>): void;
+  /** Makes ready what the fast path needs of a configuration that becomes its base: at once, or as steps run in slices. */
+  fastPrepare?(input: Omit<FastPlanInput, 'reconcile'>): void | Steps<void>;
   validate(config: RenderedConfig): Observable<ValidateOutcome>;
   deployTo(endpoint: Endpoint, deployment: Deployment): Observable<InstanceOutcome>;
   /** The diff each completed deployment carries (redacted and bounded); without it, none. */

@@ -9,7 +9,7 @@ import type { ResourceView } from '../k8s/store.ts';
 import { rememberStructure } from '../haproxy/structure.ts';
 import { DEFAULT_RENDER_TIMEOUT_MS } from '../templating/engine.ts';
 import { planFastPathSteps, warmFastPath } from '../templating/fast-maps.ts';
-import { prepareFast } from '../templating/fast-path.ts';
+import { prepareFastSteps } from '../templating/fast-path.ts';
 import { RenderWorker, type WorkerRender } from '../templating/render-worker.ts';
 import type { RenderedConfig } from '../templating/rendered.ts';
 import { type GraphDeps, graph } from '../../streams/graph.ts';
@@ -85,12 +85,15 @@ export function controllerGraph(loaded: LoadedConfig, io: ControllerIO): Observa
         }),
       // The fast path renders a few server or map entry snippets here, with the templates compiled in this thread.
       fastPlan: ({ base, reconcile, resources }) => planFastPathSteps(base, reconcile.cause.changes, { templates: loaded.templates, values, timeoutMs, resources }),
-      fastPrepare: ({ base, resources }) => {
-        prepareFast(base);
-        // Once, on the first base: the first change after a start then plans as fast as the others.
-        if (!warmed) warmFastPath(base, { templates: loaded.templates, values, timeoutMs, resources });
-        warmed = true;
-      },
+      fastPrepare: ({ base, resources }) =>
+        (function* () {
+          yield* prepareFastSteps(base);
+          if (warmed) return;
+          // Once, on the first base: the first change after a start then plans as fast as the others.
+          yield;
+          warmFastPath(base, { templates: loaded.templates, values, timeoutMs, resources });
+          warmed = true;
+        })(),
       validate: (rendered: RenderedConfig) =>
         fromAbortable((signal) => io.validator.validate(rendered, signal)).pipe(
           map((result): ValidateOutcome => {
