@@ -175,6 +175,8 @@ export class RenderWorker {
     };
     // What this thread sent of its statuses, server sets and map entries, put together again.
     const received = new RenderDeltaReceiver();
+    // Renders are taken in the order they came, the one before read whole (a large one takes a few turns).
+    let taking = Promise.resolve();
     // Nobody may be waiting on `ready` when the worker dies at once.
     live.ready.catch(() => undefined);
     worker.on('message', (message: FromThread) => {
@@ -186,11 +188,21 @@ export class RenderWorker {
         case 'rendered': {
           // Every render the thread sent counts, awaited or not: the next one says what changed since it.
           const { delta } = message;
-          const result = message.result.ok && delta ? received.take(message.result, delta) : message.result;
-          return this.waiting.get(message.id)?.({ ok: true, result, statusesDigest: delta?.statuses.digest, structure: message.structure, durationMs: message.durationMs });
+          const shipped = message.result;
+          taking = taking.then(async () => {
+            const result = shipped.ok && delta ? await received.receive(shipped, delta) : shipped;
+            this.waiting.get(message.id)?.({ ok: true, result, statusesDigest: delta?.statuses.digest, structure: message.structure, durationMs: message.durationMs });
+          });
+          taking = taking.catch((err: unknown) => {
+            // What this thread sends next would build on what could not be read: a new thread starts empty.
+            die(`the render worker sent a render that cannot be read: ${(err as Error).message}`);
+            void worker.terminate();
+          });
+          return;
         }
         case 'cancelled':
-          return this.waiting.get(message.id)?.({ ok: false, cancelled: true });
+          taking = taking.then(() => this.waiting.get(message.id)?.({ ok: false, cancelled: true }));
+          return;
       }
     });
     worker.on('error', (err) => die(`the render worker failed: ${err.message}`));

@@ -84,7 +84,7 @@ describe('a list sent between the render thread and the main thread as its chang
 const serverSet = (backend: string, start: number, end: number, endpoints = 'ns/svc'): ServerSet => ({ backend, snippet: 'servers', args: '{}', start, end, reads: [`endpointslices\u0001${endpoints}`] });
 const declared = (key: string, value: string): DeclaredObject => ({ set: 'ingresses', key, maps: { 'host.map': [[`${key}.example`, value]] }, mapsOnly: true });
 
-function rendered(sets: ServerSet[], objects: DeclaredObject[], statuses: ObjectStatus[]): Extract<RenderResult, { ok: true }> {
+function rendered(sets: readonly ServerSet[], objects: readonly DeclaredObject[], statuses: readonly ObjectStatus[]): Extract<RenderResult, { ok: true }> {
   return {
     ok: true,
     config: { main: 'global\n', maps: {}, files: {}, certs: {}, hash: 'h', serverSets: { sets, reads: ['ingresses\u0001'] }, mapEntries: { sets: { ingresses: { snippet: 'routes', args: '{}' } }, objects } },
@@ -123,5 +123,37 @@ describe('a render sent between the render thread and the main thread', () => {
     const three = send(third);
     assert.deepEqual(three.result, third);
     assert.equal(three.delta.serverSets!.calls.changed.length, 1);
+  });
+
+  it('packs the records of a large delta, reads them a part per turn, and puts the same render together', async () => {
+    const sender = new RenderDeltaSender();
+    const receiver = new RenderDeltaReceiver();
+    const n = 2_500;
+    const names = Array.from({ length: n }, (_, i) => `web-${i}`);
+    const result = rendered(
+      names.map((name, i) => serverSet(`be_${name}`, i * 10, i * 10 + 5, `ns/${name}`)),
+      names.map((name) => declared(name, `be_${name}`)),
+      names.map((name) => status(name)),
+    );
+    const shipped = structuredClone(sender.ship(result));
+    assert.equal(shipped.delta.packed?.length, 9, '2,500 records in each of three lists, a thousand a part');
+    assert.deepEqual([shipped.delta.statuses.changed, shipped.delta.serverSets!.calls.changed, shipped.delta.mapEntries!.objects.changed], [[], [], []]);
+    assert.throws(() => receiver.take(shipped.result, shipped.delta), /receive\(\)/);
+    let turns = 0;
+    let done = false;
+    const tick = () => {
+      turns++;
+      if (!done && turns < 100) setImmediate(tick);
+    };
+    setImmediate(tick);
+    const taken = await receiver.receive(shipped.result, shipped.delta);
+    done = true;
+    assert.deepEqual(taken, result);
+    assert.ok(turns >= 8, `the event loop turned between the parts (${turns} turns)`);
+    // The next, small delta builds on it.
+    const next = rendered(result.config.serverSets!.sets, result.config.mapEntries!.objects, [...result.statuses.slice(1), status('web-0', 'changed')]);
+    const small = structuredClone(sender.ship(next));
+    assert.equal(small.delta.packed, undefined);
+    assert.deepEqual(receiver.take(small.result, small.delta), next);
   });
 });
