@@ -27,6 +27,8 @@ export interface FastPathDeps {
   /** The longest one slice of a plan holds the event loop (10 ms), by `clock` (performance.now). */
   sliceMs?: number;
   clock?: () => number;
+  /** What runs each next slice (the stage's scheduler). */
+  sliceScheduler?: SchedulerLike;
   /** Told when a plan begins (true) and when it has ended and its outcome is out (false). */
   planning?(busy: boolean): void;
   /**
@@ -71,6 +73,7 @@ export function fastPath(reconciles$: Observable<Reconcile>, validated$: Observa
     const entries = new Map<string, AppliedEntry & { seq: number }>();
     /** The earliest reconciliation the fast path left to the full path, until a validated one has it. */
     let waitFor = 0;
+    const slicing = { scheduler: deps.sliceScheduler ?? scheduler, budgetMs: deps.sliceMs ?? 10, ...(deps.clock && { now: deps.clock }) };
 
     const onValidated = (event: ValidatedEvent): Observable<(FastEvent | ValidatedEvent)[]> | (FastEvent | ValidatedEvent)[][] => {
       const seq = event.reconcile.seq;
@@ -88,7 +91,7 @@ export function fastPath(reconciles$: Observable<Reconcile>, validated$: Observa
       if (!isSteps(prepared)) return [[event]];
       // The configuration goes on at once; the next change waits for what its plan needs.
       const steps = prepared;
-      return concat(of([event]), sliced(() => steps, { scheduler, budgetMs: deps.sliceMs ?? 10, ...(deps.clock && { now: deps.clock }) }).pipe(ignoreElements()));
+      return concat(of([event]), sliced(() => steps, slicing).pipe(ignoreElements()));
     };
 
     const onReconcile = (reconcile: Reconcile): Observable<FastEvent[]> | FastEvent[][] => {
@@ -100,7 +103,7 @@ export function fastPath(reconciles$: Observable<Reconcile>, validated$: Observa
       const planned = deps.plan(from, reconcile);
       if (!isSteps(planned)) return [afterPlan(reconcile, from, planned, started)];
       deps.planning?.(true);
-      return sliced(() => planned, { scheduler, budgetMs: deps.sliceMs ?? 10, ...(deps.clock && { now: deps.clock }) }).pipe(
+      return sliced(() => planned, slicing).pipe(
         map((outcome) => afterPlan(reconcile, from, outcome, started)),
         finalize(() => deps.planning?.(false)),
       );

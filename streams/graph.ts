@@ -79,6 +79,13 @@ export interface GraphDeps {
   /** The jitter's random source, in [0, 1); tests pass a fixed one. */
   random?: () => number;
   scheduler?: SchedulerLike;
+  /**
+   * How the fast path's planning is cut into slices: the scheduler that runs each next
+   * slice, and the clock a slice's budget is measured by. By default the graph's scheduler
+   * and performance.now; in a process, a scheduler of its own, so that a recording of the
+   * graph's timers does not depend on how fast the machine planned.
+   */
+  slices?: { scheduler: SchedulerLike; clock?: () => number };
 }
 
 /**
@@ -159,6 +166,7 @@ export function graph(settings: GraphSettings, deps: GraphDeps): Observable<Cont
         const fast$ = fastPath(reconciles$, validated$.pipe(filter((e): e is ValidatedEvent => e.type === 'Validated')), {
           plan: (base, reconcile) => (fastPlan ? fastPlan({ base, reconcile, resources: stores }) : { kind: 'none' }),
           planning: (busy) => fastPlanning.next(busy),
+          ...(deps.slices && { sliceScheduler: deps.slices.scheduler, ...(deps.slices.clock && { clock: deps.slices.clock }) }),
           ...(deps.fastPrepare && { prepare: (base: RenderedConfig) => deps.fastPrepare!({ base, resources: stores }) }),
           scheduler,
         }).pipe(

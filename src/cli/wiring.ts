@@ -1,4 +1,4 @@
-import { EMPTY, type Observable, defer, finalize, map, mergeMap, of, tap } from 'rxjs';
+import { EMPTY, type Observable, asyncScheduler, defer, finalize, map, mergeMap, of, tap } from 'rxjs';
 import type { CanaryProbeSettings, CanarySettings, WatchedResource } from '../config/controller-config.ts';
 import type { CanaryCheck, ControllerEvent, Deployment, Endpoint, InstanceOutcome } from '../events.ts';
 import { configDiff } from '../haproxy/config-diff.ts';
@@ -84,6 +84,8 @@ export function controllerGraph(loaded: LoadedConfig, io: ControllerIO): Observa
           return fromAbortable((signal) => worker.render(resources, signal)).pipe(mergeMap(renderOutcome));
         }),
       // The fast path renders a few server or map entry snippets here, with the templates compiled in this thread.
+      // A plan's next slice runs on a timer of its own, not one of the graph's (which a recording replays).
+      slices: { scheduler: asyncScheduler },
       fastPlan: ({ base, reconcile, resources }) => planFastPathSteps(base, reconcile.cause.changes, { templates: loaded.templates, values, timeoutMs, resources }),
       fastPrepare: ({ base, resources }) =>
         (function* () {

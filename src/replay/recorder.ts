@@ -12,6 +12,7 @@ import type { RenderedConfig } from '../templating/rendered.ts';
 import { type Entry, FORMAT, type Header, OPTIONAL_INPUTS, type OptionalInput, type StreamDep, VERSION, type ValueDep, isRecord } from './format.ts';
 import { scrubChange, scrubConfig, scrubStrings, scrubText } from './scrub.ts';
 import { timelineEvent } from './timeline.ts';
+import { isSteps } from '../steps.ts';
 
 export type RecordingLog = (level: 'info' | 'warn' | 'error', message: string) => void;
 
@@ -249,6 +250,23 @@ export function recordedDeps(deps: GraphDeps, session: RecordingSession): GraphD
       return v;
     };
   const canary = deps.canary;
+  const fastPlan = deps.fastPlan;
+  /** A plan's outcome, written when its steps have returned it (planned in slices, it comes later than the call). */
+  const recordedPlan =
+    (plan: NonNullable<GraphDeps['fastPlan']>): NonNullable<GraphDeps['fastPlan']> =>
+    (input) => {
+      const n = count('fastPlan');
+      const planned = plan(input);
+      if (!isSteps(planned)) {
+        session.value('fastPlan', n, planned);
+        return planned;
+      }
+      return (function* () {
+        const outcome = yield* planned;
+        session.value('fastPlan', n, outcome);
+        return outcome;
+      })();
+    };
   return {
     ...deps,
     changes$: stream('changes', deps.changes$, undefined, (c) => scrubChange(c, scrub)),
@@ -256,7 +274,7 @@ export function recordedDeps(deps: GraphDeps, session: RecordingSession): GraphD
     render: (input) => stream('render', deps.render(input), String(input.reconcile.seq)),
     validate: (config) => stream('validate', deps.validate(config), config.hash),
     deployTo: (endpoint, deployment) => stream('deploy', deps.deployTo(endpoint, deployment), `${endpoint.id} ${deployment.config.hash}`),
-    ...(deps.fastPlan && { fastPlan: value('fastPlan', deps.fastPlan) }),
+    ...(fastPlan && { fastPlan: recordedPlan(fastPlan) }),
     ...(deps.diff && { diff: value('diff', deps.diff) }),
     ...(canary && {
       canary: {
