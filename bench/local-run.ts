@@ -57,8 +57,9 @@ export function startLocal(options: LocalRunOptions): LocalRun {
   const sets = Object.entries({ bindAddress: '127.0.0.1', ...options.sets }).flatMap(([k, v]) => ['--set', `${k}=${v}`]);
   const child = spawn(
     process.execPath,
-    // PROFILE_DIR=<dir> writes a CPU profile of haprx there when it stops; HAPRX_NODE_FLAGS adds V8/Node flags.
-    [...(process.env.PROFILE_DIR ? ['--cpu-prof', `--cpu-prof-dir=${process.env.PROFILE_DIR}`] : []), ...(process.env.HAPRX_NODE_FLAGS?.split(' ').filter(Boolean) ?? []), program, 'local', options.manifests, '--state-dir', options.stateDir, ...sets, '--health-port', String(options.healthPort ?? 0), '--debug-port', '0', '--metrics-port', String(options.metricsPort ?? 0)],
+    // PROFILE_DIR=<dir> writes a CPU profile of haprx there when it stops, and its event loop's stalls (bench/stall-probe.ts);
+    // HAPRX_NODE_FLAGS adds V8/Node flags.
+    [...(process.env.PROFILE_DIR ? ['--cpu-prof', `--cpu-prof-dir=${process.env.PROFILE_DIR}`, `--import=${new URL('./stall-probe.ts', import.meta.url).pathname}`] : []), ...(process.env.HAPRX_NODE_FLAGS?.split(' ').filter(Boolean) ?? []), program, 'local', options.manifests, '--state-dir', options.stateDir, ...sets, '--health-port', String(options.healthPort ?? 0), '--debug-port', '0', '--metrics-port', String(options.metricsPort ?? 0)],
     { cwd: root, stdio: ['ignore', 'pipe', 'inherit'], env: options.env ?? process.env },
   );
   const run: LocalRun = {
