@@ -45,8 +45,10 @@ export interface FastPathDeps {
  * as it goes to the full render: when the changes are new server lines only (an
  * EndpointSlice) or new map entries (a new Ingress host or path on a backend that
  * exists), they become a configuration with those lines or entries and the runtime
- * operations to it, planned at once and sent to the instances ahead of the full render
- * (FastPathPlanned); anything else is left to the full path (FastPathSkipped).
+ * operations to it, planned at once (a large batch in slices of `sliceMs`, the event loop
+ * free between them) and sent to the instances ahead of the full render (FastPathPlanned);
+ * anything else is left to the full path (FastPathSkipped). Reconciliations and validated
+ * configurations are taken one at a time, in the order they come.
  *
  * It plans on the newest configuration it knows the instances get: the last one it
  * planned, or a validated one from a later reconciliation. After a batch it cannot take,
