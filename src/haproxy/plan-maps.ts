@@ -3,6 +3,7 @@ import { type ConfigLine, type HaproxyConfig, tokenize } from './config.ts';
 import { parseMapFile } from './map-file.ts';
 import type { MapEntry } from './map-file.ts';
 import type { RuntimeOp } from './plan-types.ts';
+import { type Steps, runSteps } from '../steps.ts';
 
 /** Map converters and the map-editing actions; their first argument names the map file. */
 const MAP_USE = /(?<![\w-])(set-map|del-map|map(?:_\w+)?)\(\s*([^,)\s]+)/g;
@@ -93,8 +94,15 @@ export interface MapPlan {
  * act on every entry with the key.
  */
 export function planMap(name: string, before: string, after: string, config: HaproxyConfig): MapPlan {
+  return runSteps(planMapSteps(name, before, after, config));
+}
+
+/** planMap, yielding after it reads each file (a map of 10k entries: some 10 ms each). */
+export function* planMapSteps(name: string, before: string, after: string, config: HaproxyConfig): Steps<MapPlan> {
   const old = parseMapFile(before);
+  yield;
   const next = parseMapFile(after);
+  yield;
   if (sameEntries(old, next)) return { reasons: [], ops: [] };
   const { refs, other, orderFree } = mapReferences(config, name);
   const fail = (reason: string): MapPlan => ({ reasons: [`map ${name} changed, but ${reason}`], ops: [] });

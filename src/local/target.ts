@@ -1,12 +1,12 @@
 import { mkdir } from 'node:fs/promises';
 import type { InstanceOutcome } from '../events.ts';
-import { type Plan, type RuntimeOp, planDeployment } from '../haproxy/plan.ts';
+import { type Plan, type RuntimeOp, planDeployment, planDeploymentSteps } from '../haproxy/plan.ts';
 import { crtListLineNumber, parsePreparedVersion, prepareMapCommand, replySucceeded, replyText, runtimeCommands, showCrtListCommand } from '../haproxy/runtime-commands.ts';
 import { readdOps } from '../haproxy/server-readd.ts';
 import type { RenderedConfig } from '../templating/rendered.ts';
 import { HaproxyProcess, type HaproxyProcessOptions } from './haproxy-process.ts';
 import { writeStateFiles } from './state-files.ts';
-import { nextTurn } from '../turns.ts';
+import { nextTurn, runInTurns } from '../turns.ts';
 
 const STILL_CONNECTED = /still has connections/i;
 const DELETE_RETRY_MS = 1_000;
@@ -104,11 +104,11 @@ export class LocalTarget {
 
   private async apply(config: RenderedConfig): Promise<InstanceOutcome> {
     if (!this.haproxy.running) return this.start(config);
-    // The plan (tens of ms for a new configuration at 10k backends) starts on a turn of its
-    // own, not in one stretch with what led here in the same turn (the fast path making
-    // the render its base): /healthz is answered in between.
+    // The plan (tens of ms for a new configuration at 10k backends, over 100 when its maps
+    // are read) starts on a turn of its own, not in one stretch with what led here in the
+    // same turn, and runs in slices: /healthz is answered in between.
     await nextTurn();
-    const planned = planDeployment(this.running, config);
+    const planned = await runInTurns(planDeploymentSteps(this.running, config));
     const plan: Plan = this.unsettled && planned.kind !== 'reload' ? { kind: 'reload', reasons: [`haproxy still holds runtime changes of a deployment that failed (${this.unsettled})`], after: [] } : planned;
     switch (plan.kind) {
       case 'none':

@@ -1,0 +1,53 @@
+/**
+ * A deployment plan run in turns (as haprx local runs it): the same plan as run at once,
+ * with the event loop turning between its parts once they take their budget.
+ */
+import assert from 'node:assert/strict';
+import { describe, it } from 'node:test';
+import { planDeployment, planDeploymentSteps } from '../../src/haproxy/plan.ts';
+import { sealRendered } from '../../src/templating/rendered.ts';
+import { runInTurns } from '../../src/turns.ts';
+
+const hosts = (n: number, extra: string[] = []) => [...Array.from({ length: n }, (_, i) => `h${i}.example be_web`), ...extra].join('\n') + '\n';
+function config(map: string, server = '10.0.0.1') {
+  const main = `global\n  stats socket /var/run/haproxy.sock\ndefaults\n  mode http\nfrontend http\n  bind :80\n  use_backend %[req.hdr(host),map(/etc/haproxy/maps/hosts.map)]\nbackend be_web\n  server s1 ${server}:80\n`;
+  return sealRendered({ main, maps: { 'hosts.map': map }, files: {}, certs: {} });
+}
+
+/** Counts turns of the event loop until stopped. */
+function turnCounter() {
+  let turns = 0;
+  let stopped = false;
+  const tick = () => {
+    turns++;
+    if (!stopped && turns < 1_000) setImmediate(tick);
+  };
+  setImmediate(tick);
+  return {
+    stop: () => {
+      stopped = true;
+      return turns;
+    },
+  };
+}
+
+describe('a deployment plan run in turns', () => {
+  it('gives the plan it gives at once, and lets the event loop turn between its parts', async () => {
+    const before = config(hosts(2_000));
+    const after = config(hosts(2_000, ['new.example be_web']), '10.0.0.2');
+    const whole = planDeployment(before, after);
+    assert.equal(whole.kind, 'runtime');
+    const counter = turnCounter();
+    const inTurns = await runInTurns(planDeploymentSteps(before, after), 0);
+    const turns = counter.stop();
+    assert.deepEqual(inTurns, whole);
+    assert.ok(turns >= 4, `${turns} turns: the configurations, the sections and each map file read apart`);
+  });
+
+  it('takes no turn while the work fits its budget', async () => {
+    const counter = turnCounter();
+    const plan = await runInTurns(planDeploymentSteps(config(hosts(3)), config(hosts(3), '10.0.0.2')), 60_000);
+    assert.equal(counter.stop(), 0);
+    assert.equal(plan.kind, 'runtime');
+  });
+});
