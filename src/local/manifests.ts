@@ -3,7 +3,8 @@ import { CORE_SCHEMA, YAMLException, loadAll } from 'js-yaml';
 import type { WatchedResource } from '../config/controller-config.ts';
 import type { KubeObject } from '../k8s/resource.ts';
 import { type Verdict, fieldSelector, labelSelector } from '../k8s/selector.ts';
-import { nextTurn } from '../turns.ts';
+import { runInTurns } from '../turns.ts';
+import type { Steps } from '../steps.ts';
 
 export interface ManifestProblem {
   file: string;
@@ -56,16 +57,7 @@ export function parseManifests(file: string, text: string, maxObjectBytes = MAX_
  * health probes, watches and deployments must not wait for it.
  */
 export async function parseManifestsInSlices(file: string, text: string, maxObjectBytes = MAX_OBJECT_BYTES, sliceMs = 10, known?: ParsedDocuments): Promise<ParsedManifests> {
-  const steps = manifestSteps(file, text, maxObjectBytes, known);
-  let since = performance.now();
-  for (;;) {
-    const step = steps.next();
-    if (step.done) return step.value;
-    if (performance.now() - since >= sliceMs) {
-      await nextTurn();
-      since = performance.now();
-    }
-  }
+  return runInTurns(manifestSteps(file, text, maxObjectBytes, known), sliceMs);
 }
 
 /** Aliases a document may hold: each is a reference, and a few can stand for an exponential amount of data. */
@@ -77,7 +69,7 @@ const MAX_ALIASES = 100;
  * thousand objects of which one changed is parsed for that one (parsing is what reading
  * a file costs, and its garbage what the collector then spends on).
  */
-function* manifestSteps(file: string, text: string, maxObjectBytes: number, known?: ParsedDocuments): Generator<void, ParsedManifests> {
+function* manifestSteps(file: string, text: string, maxObjectBytes: number, known?: ParsedDocuments): Steps<ParsedManifests> {
   const objects: KubeObject[] = [];
   const skipped: SkippedDocument[] = [];
   const documents = new Map<string, readonly KubeObject[]>();

@@ -7,28 +7,12 @@ import { describe, it } from 'node:test';
 import { planDeployment, planDeploymentSteps } from '../../src/haproxy/plan.ts';
 import { sealRendered } from '../../src/templating/rendered.ts';
 import { runInTurns } from '../../src/turns.ts';
+import { turnCounter } from '../support/turn-counter.ts';
 
 const hosts = (n: number, extra: string[] = []) => [...Array.from({ length: n }, (_, i) => `h${i}.example be_web`), ...extra].join('\n') + '\n';
 function config(map: string, server = '10.0.0.1') {
   const main = `global\n  stats socket /var/run/haproxy.sock\ndefaults\n  mode http\nfrontend http\n  bind :80\n  use_backend %[req.hdr(host),map(/etc/haproxy/maps/hosts.map)]\nbackend be_web\n  server s1 ${server}:80\n`;
   return sealRendered({ main, maps: { 'hosts.map': map }, files: {}, certs: {} });
-}
-
-/** Counts turns of the event loop until stopped. */
-function turnCounter() {
-  let turns = 0;
-  let stopped = false;
-  const tick = () => {
-    turns++;
-    if (!stopped && turns < 1_000) setImmediate(tick);
-  };
-  setImmediate(tick);
-  return {
-    stop: () => {
-      stopped = true;
-      return turns;
-    },
-  };
 }
 
 describe('a deployment plan run in turns', () => {

@@ -7,6 +7,7 @@ import { ListDeltaReceiver, ListDeltaSender } from '../../src/templating/list-de
 import type { DeclaredObject } from '../../src/templating/map-entries.ts';
 import { RenderDeltaReceiver, RenderDeltaSender } from '../../src/templating/render-delta.ts';
 import type { ServerSet } from '../../src/templating/rendered.ts';
+import { turnCounter } from '../support/turn-counter.ts';
 
 function status(name: string, message = 'ok'): ObjectStatus {
   return { ref: { kind: 'Ingress', namespace: 'shop', name }, conditions: [{ type: 'Accepted', status: 'True', reason: 'Accepted', message }], entries: [], fields: {} };
@@ -139,15 +140,9 @@ describe('a render sent between the render thread and the main thread', () => {
     assert.equal(shipped.delta.packed?.length, 9, '2,500 records in each of three lists, a thousand a part');
     assert.deepEqual([shipped.delta.statuses.changed, shipped.delta.serverSets!.calls.changed, shipped.delta.mapEntries!.objects.changed], [[], [], []]);
     assert.throws(() => receiver.take(shipped.result, shipped.delta), /receive\(\)/);
-    let turns = 0;
-    let done = false;
-    const tick = () => {
-      turns++;
-      if (!done && turns < 100) setImmediate(tick);
-    };
-    setImmediate(tick);
+    const counter = turnCounter();
     const taken = await receiver.receive(shipped.result, shipped.delta);
-    done = true;
+    const turns = counter.stop();
     assert.deepEqual(taken, result);
     assert.ok(turns >= 8, `the event loop turned between the parts (${turns} turns)`);
     // The next, small delta builds on it.
