@@ -55,8 +55,16 @@ export function folderSource(options: FolderSourceOptions): Observable<ResourceC
     const contributions = new Map<string, Contribution>();
     /** What each file's documents gave when it was last read: unchanged documents are not parsed again. */
     const documents = new Map<string, ParsedDocuments>();
-    /** Which file an object (set + key) came from, so two files cannot fight over one object. */
-    const owners = new Map<string, string>();
+    /**
+     * Which file an object came from, by set and key (the key strings the contributions
+     * hold), so two files cannot fight over one object.
+     */
+    const owners = new Map<string, Map<string, string>>();
+    const ownersOf = (name: string) => {
+      let set = owners.get(name);
+      if (!set) owners.set(name, (set = new Map()));
+      return set;
+    };
     const versions = new FileVersions();
     let closed = false;
     let folderProblem: string | undefined;
@@ -83,7 +91,7 @@ export function folderSource(options: FolderSourceOptions): Observable<ResourceC
       for (const [name, objects] of previous) {
         for (const [key, object] of objects) {
           if (next.get(name)?.has(key)) continue;
-          owners.delete(`${name}/${key}`);
+          owners.get(name)?.delete(key);
           emit({ type: 'delete', resource: name, object });
           await pace();
         }
@@ -91,7 +99,7 @@ export function folderSource(options: FolderSourceOptions): Observable<ResourceC
       for (const [name, objects] of next) {
         for (const [key, object] of objects) {
           if (previous.get(name)?.get(key) === object) continue;
-          owners.set(`${name}/${key}`, file);
+          ownersOf(name).set(key, file);
           emit({ type: 'upsert', resource: name, object });
           await pace();
         }
@@ -135,7 +143,7 @@ export function folderSource(options: FolderSourceOptions): Observable<ResourceC
           if (verdict.problem !== undefined) emit({ type: 'problem', resource: w.name, source: file.path, object: refOf(object), message: `${object.kind} ${objectKey(object)}: ${verdict.problem}` });
           if (!verdict.match) continue;
           const key = objectKey(object);
-          const owner = owners.get(`${w.name}/${key}`);
+          const owner = owners.get(w.name)?.get(key);
           if (owner !== undefined && owner !== file.path) {
             emit({ type: 'problem', resource: w.name, source: file.path, message: `${object.kind} ${key} is also defined in ${owner}; keeping that one` });
             continue;

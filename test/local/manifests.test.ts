@@ -40,11 +40,32 @@ describe('parseManifests', () => {
     assert.equal(second.objects[0], first.objects[0], 'a: unchanged, not read again');
     assert.notEqual(second.objects[1], first.objects[1], 'b: changed, read again');
     assert.equal(second.objects[2], first.objects[2], 'c: unchanged, not read again');
-    assert.equal(second.documents.size, 3, 'what the next read may reuse: the documents the file holds now');
+    assert.equal(second.documents.digests.length, 3, 'what the next read may reuse: the documents the file holds now');
     // A changed document that is wrong still fails the whole file, whatever was reused.
     const broken = parseManifests('s.yaml', [doc('a', 1), 'kind: [', doc('c', 1)].join('---\n'), undefined, second.documents);
     assert.ok(!broken.ok);
     assert.ok(broken.problem.line! >= 6, `line ${broken.problem.line}`);
+  });
+
+  it('finds a document read before where it moved to, by its text', () => {
+    const doc = (name: string) => `apiVersion: v1\nkind: Service\nmetadata: {name: ${name}}\n`;
+    // Every document after a `---` line, so that each one's text is the same wherever it stands.
+    const file = (...names: string[]) => names.map((n) => `---\n${doc(n)}`).join('');
+    const first = parseManifests('s.yaml', file('a', 'b', 'c'));
+    assert.ok(first.ok);
+    const second = parseManifests('s.yaml', file('new', 'c', 'a'), undefined, first.documents);
+    assert.ok(second.ok);
+    assert.deepEqual(second.objects.map((o) => o.metadata.name), ['new', 'c', 'a']);
+    assert.equal(second.objects[1], first.objects[2], 'c: moved up, not read again');
+    assert.equal(second.objects[2], first.objects[0], 'a: moved down, not read again');
+    const items = `---\napiVersion: v1\nkind: List\nitems:\n- ${doc('x').replace(/\n(?!$)/g, '\n  ')}- ${doc('y').replace(/\n(?!$)/g, '\n  ')}`;
+    const list = parseManifests('l.yaml', items);
+    assert.ok(list.ok);
+    const again = parseManifests('l.yaml', `${file('z')}${items}`, undefined, list.documents);
+    assert.ok(again.ok);
+    assert.deepEqual(again.objects.map((o) => o.metadata.name), ['z', 'x', 'y']);
+    assert.equal(again.objects[1], list.objects[0], 'a List document gives its objects again');
+    assert.equal(again.objects[2], list.objects[1]);
   });
 
   it('names the file and the line of a YAML error', () => {
