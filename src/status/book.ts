@@ -14,12 +14,13 @@
  * keeps it meanwhile).
  */
 import type { ControllerEvent } from '../events.ts';
+import { textDigest } from '../text-digest.ts';
 import { type DeclaredCondition, type ObjectStatus, statusKey } from './types.ts';
 
 interface Held {
   status: ObjectStatus;
-  /** The declaration as text: equal text, equal declaration. */
-  text: string;
+  /** A digest of the declaration's text: equal digest, equal declaration. Not the text: 10k of them would be held per render kept. */
+  digest: string;
 }
 
 type Declared = ReadonlyMap<string, Held>;
@@ -138,10 +139,10 @@ export class StatusBook {
         declared.set(key, before);
         continue;
       }
-      const text = JSON.stringify(status);
+      const digest = textDigest(JSON.stringify(status));
       // Unchanged since the last render: the same record, so that the renders kept share it
       // (at 10k objects, each render's declarations would otherwise be held several times over).
-      declared.set(key, before !== undefined && before.text === text ? before : { status, text });
+      declared.set(key, before !== undefined && before.digest === digest ? before : { status, digest });
     }
     return declared;
   }
@@ -157,8 +158,8 @@ export class StatusBook {
       if (before !== undefined && before.held === held && before.liveHeld === liveHeld && before.failure === failure) continue;
       const gate = this.gate(key, held);
       this.composedText.set(key, { gate, held, liveHeld, failure });
-      // Equal declarations have equal text: compared in place, not joined into one more string per key.
-      if (before === undefined || before.gate !== gate || (before.held !== held && before.held.text !== held.text)) changed.push(key);
+      // Equal declarations have equal digests: compared in place, not joined into one more string per key.
+      if (before === undefined || before.gate !== gate || (before.held !== held && before.held.digest !== held.digest)) changed.push(key);
     }
     // Keys go only with a new render's declarations.
     if (this.latestKeysMayBeGone) {
@@ -177,7 +178,7 @@ export class StatusBook {
   private gate(key: string, held: Held): string {
     if (!isGated(held.status)) return '';
     const liveHeld = this.live?.declared.get(key);
-    if (liveHeld !== undefined && liveHeld.text === held.text) return 'live';
+    if (liveHeld !== undefined && liveHeld.digest === held.digest) return 'live';
     const failure = this.failure?.hash === this.latestHash ? this.failure : undefined;
     return `${failure ? `${failure.reason}:${failure.message}` : 'pending'}\u0000${liveHeld?.status.served === true}`;
   }
@@ -185,7 +186,7 @@ export class StatusBook {
   private compose(key: string, held: Held): ObjectStatus {
     const { status } = held;
     const liveHeld = this.live?.declared.get(key);
-    const isLive = liveHeld !== undefined && liveHeld.text === held.text;
+    const isLive = liveHeld !== undefined && liveHeld.digest === held.digest;
     if (isLive || !isGated(status)) return status;
     const failure = this.failure?.hash === this.latestHash ? this.failure : undefined;
     const hold = (c: DeclaredCondition): DeclaredCondition => {

@@ -39,8 +39,8 @@ const PART_RECORDS = 1_000;
 /** The render thread's side. */
 export class RenderDeltaSender {
   private readonly statuses = new ListDeltaSender<ObjectStatus>((status) => statusKey(status.ref), { digest: true });
-  // Equal calls are interchangeable: a call is keyed by its text.
-  private readonly calls = new ListDeltaSender<ServerCall>((_, text) => text);
+  // Equal calls are interchangeable: a call is keyed by its content.
+  private readonly calls = new ListDeltaSender<ServerCall>((_, digest) => digest);
   private readonly objects = new ListDeltaSender<DeclaredObject>((object) => `${object.set}\u0001${object.key}`);
 
   /** The result to send, without its statuses, server sets and map entries, and what stands for them. */

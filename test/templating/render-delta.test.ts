@@ -71,8 +71,8 @@ describe('a list sent between the render thread and the main thread as its chang
     assert.equal(new ListDeltaSender<ObjectStatus>((s) => statusKey(s.ref)).delta([status('a')]).digest, undefined);
   });
 
-  it('sends an item keyed by its text once, however often the list holds it', () => {
-    const sender = new ListDeltaSender<{ n: number }>((_, text) => text);
+  it('sends an item keyed by its content once, however often the list holds it', () => {
+    const sender = new ListDeltaSender<{ n: number }>((_, digest) => digest);
     const receiver = new ListDeltaReceiver<{ n: number }>();
     const delta = structuredClone(sender.delta([{ n: 1 }, { n: 2 }, { n: 1 }]));
     assert.deepEqual(delta.changed, [{ n: 1 }, { n: 2 }]);
