@@ -1,3 +1,4 @@
+import { flatText } from '../flat-text.ts';
 import { createHash } from 'node:crypto';
 import type { MapDeclarations } from './map-entries.ts';
 
@@ -82,7 +83,7 @@ export function serverLines(config: RenderedConfig, backend: string): string | u
   if (!config.serverSets) return undefined;
   const i = firstSetOf(config.serverSets, backend);
   const set = i === undefined ? undefined : config.serverSets.sets[i]!;
-  return set && Buffer.from(config.main.slice(set.start, set.end)).toString();
+  return set && flatText(config.main.slice(set.start, set.end));
 }
 
 /** How a lookup is recorded in ServerSet.reads and ServerSets.reads. */

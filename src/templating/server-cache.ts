@@ -1,3 +1,4 @@
+import { flatText } from '../flat-text.ts';
 import type { KubeObject } from '../k8s/resource.ts';
 import type { ResourceView } from '../k8s/store.ts';
 import type { Isolation } from './systematic-faults.ts';
@@ -68,7 +69,8 @@ export class ServerCache {
       if (found === undefined) return;
       lookups.push(found);
     }
-    this.used.set(key, { ...call, lookups });
+    // Kept for the next render: the snippet's output flat, not the tree of pieces it was written as.
+    this.used.set(key, { ...call, text: flatText(call.text), lookups });
   }
 
   /** Ends the render: what it did not use goes. A render that failed keeps what was kept before it. */
