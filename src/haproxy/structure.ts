@@ -11,7 +11,7 @@ import { AUX_KINDS, auxPath } from '../templating/rendered.ts';
 import type { RenderedFiles } from '../templating/rendered.ts';
 import { type RefBase, auxRefsInWords } from './aux-refs.ts';
 import { SECTION_KEYWORDS, parseConfig } from './config.ts';
-import type { ConfigLine } from './config.ts';
+import type { ConfigLine, ParseError, Section } from './config.ts';
 
 /** The name the main configuration is written under and reported as. */
 export const MAIN_FILE = 'haproxy.cfg';
@@ -26,29 +26,57 @@ const NAME_CHECKED: ReadonlySet<string> = new Set([...PROXIES, 'userlist']);
 // haproxy's invalid_char(): names may only hold ASCII letters, digits and . : _ -
 const NAME_CHAR = /[A-Za-z0-9._:-]/;
 
-interface Block {
-  type: string;
-  name: string | undefined;
-  header: ConfigLine;
-  /** False when the header sits inside a .if block: haproxy may skip it. */
-  certain: boolean;
-  lines: { line: ConfigLine; certain: boolean }[];
+interface FileRef {
+  path: string;
+  /** Which base directive redirects relative paths of this reference. */
+  base: RefBase;
+  /** A `crt` path may stand for a bundle of `<path>.rsa`, `.ecdsa`, `.dsa`. */
+  bundle: boolean;
 }
 
-interface Layout {
-  orphans: { line: ConfigLine; certain: boolean }[];
-  blocks: Block[];
+/** Files a line makes haproxy open at check time; each case was confirmed against haproxy -c. */
+function fileRefs(line: ConfigLine): FileRef[] {
+  return auxRefsInWords([line.keyword, ...line.args])
+    .filter((ref) => ref.checked)
+    .map(({ path, base, bundle }) => ({ path, base, bundle }));
 }
 
-/** Re-segments the parser's lines to track .if/.endif nesting: lines inside a false block may be skipped by haproxy. */
-function layout(source: string): { layout: Layout; errors: ValidationProblem[] } {
-  const parsed = parseConfig(source);
-  const all: ConfigLine[] = [...parsed.orphans];
-  for (const s of parsed.sections) all.push(s.header, ...s.lines);
-  const result: Layout = { orphans: [], blocks: [] };
-  let depth = 0;
-  let current: Block | undefined;
-  for (const line of all) {
+/**
+ * What the check needs of the lines of one section body (or of the lines before the
+ * first section), found by tokenising them: line numbers relative to its first line.
+ * Lines inside a `.if` block count as uncertain (haproxy may skip them): `depth` is the
+ * nesting the body starts at, and `depthAfter` where it ends.
+ */
+interface Facts {
+  /** Lines that could not be tokenised; too many words (checked inside `.if` blocks too). */
+  errors: { at: number; message: string }[];
+  words: { at: number; message: string }[];
+  /** Certain lines that are not in a section (for the lines before the first one). */
+  lines: { at: number; keyword: string }[];
+  /** Certain `use_backend` / `default_backend` lines. */
+  backendRefs: { at: number; keyword: string; name: string | undefined }[];
+  /** Files certain lines open. */
+  fileRefs: { at: number; ref: FileRef }[];
+  /** Base directives, certain or not (a global section's): they move where relative paths are read. */
+  defaultPathElsewhere: boolean;
+  crtBase: boolean;
+  caBase: boolean;
+  depthAfter: number;
+}
+
+function tooManyWords(line: ConfigLine): string | undefined {
+  const words = 1 + line.args.length;
+  return words > MAX_LINE_WORDS && !line.text.includes('$') ? `too many words (${words}): haproxy accepts at most ${MAX_LINE_WORDS} per line` : undefined;
+}
+
+function factsOf(lines: readonly ConfigLine[], errors: readonly ParseError[], firstLine: number, depth: number): Facts {
+  const facts: Facts = { errors: errors.map((e) => ({ at: e.line - firstLine, message: e.message })), words: [], lines: [], backendRefs: [], fileRefs: [], defaultPathElsewhere: false, crtBase: false, caBase: false, depthAfter: depth };
+  // The header stands at the depth the body starts at: a section opened inside a .if block is uncertain throughout.
+  const headerCertain = depth === 0;
+  for (const line of lines) {
+    const at = line.line - firstLine;
+    const words = tooManyWords(line);
+    if (words) facts.words.push({ at, message: words });
     if (line.keyword === '.if') {
       depth++;
       continue;
@@ -57,25 +85,57 @@ function layout(source: string): { layout: Layout; errors: ValidationProblem[] }
       depth = Math.max(0, depth - 1);
       continue;
     }
-    const certain = depth === 0;
-    if (SECTIONS.has(line.keyword)) {
-      current = { type: line.keyword, name: line.args[0], header: line, certain, lines: [] };
-      result.blocks.push(current);
-    } else if (current) {
-      current.lines.push({ line, certain: certain && current.certain });
-    } else {
-      result.orphans.push({ line, certain });
-    }
+    if (line.keyword === 'default-path' && line.args[0] !== 'current' && line.args[0] !== 'config') facts.defaultPathElsewhere = true;
+    if (line.keyword === 'crt-base') facts.crtBase = true;
+    if (line.keyword === 'ca-base') facts.caBase = true;
+    if (depth !== 0 || !headerCertain) continue;
+    facts.lines.push({ at, keyword: line.keyword });
+    if (line.keyword === 'default_backend' || line.keyword === 'use_backend') facts.backendRefs.push({ at, keyword: line.keyword, name: line.args[0] });
+    for (const ref of fileRefs(line)) facts.fileRefs.push({ at, ref });
   }
-  const errors: ValidationProblem[] = parsed.errors.map((e) => ({ file: MAIN_FILE, line: e.line, message: e.message }));
-  // Word limits apply to every line, inside false .if blocks too.
-  for (const line of all) {
-    const words = 1 + line.args.length;
-    if (words > MAX_LINE_WORDS && !line.text.includes('$')) {
-      errors.push({ file: MAIN_FILE, line: line.line, message: `too many words (${words}): haproxy accepts at most ${MAX_LINE_WORDS} per line` });
+  facts.depthAfter = depth;
+  return facts;
+}
+
+/**
+ * What the structure check found in each section body of the last configuration it
+ * checked, by the body's text: a body that stands unchanged in the next configuration
+ * (at 10k backends almost all of them) is not tokenised again. At 10k Ingresses that
+ * was some 100 ms and 130 MiB of garbage per render in the render thread. Only the
+ * last configuration's bodies are kept; give each sequence of renders its own memo.
+ */
+export class StructureMemo {
+  private facts = new Map<string, Facts>();
+  private next: Map<string, Facts> | undefined;
+
+  /** Section bodies the last check tokenised: those it had no facts of. */
+  read = 0;
+
+  /** Facts of a body that starts outside any `.if` block. */
+  factsOf(section: Section): Facts {
+    let facts = this.facts.get(section.text);
+    if (!facts) {
+      facts = factsOf(section.lines, section.errors, section.firstLine, 0);
+      this.read++;
     }
+    this.next?.set(section.text, facts);
+    return facts;
   }
-  return { layout: result, errors };
+
+  begin(): void {
+    this.next = new Map();
+    this.read = 0;
+  }
+
+  end(): void {
+    if (this.next) this.facts = this.next;
+    this.next = undefined;
+  }
+
+  /** Bodies kept, for tests. */
+  get size(): number {
+    return this.facts.size;
+  }
 }
 
 function isDynamic(name: string): boolean {
@@ -87,16 +147,24 @@ function describe(type: string): string {
   return type === 'listen' ? 'listen section' : type;
 }
 
-function checkSections(l: Layout, out: ValidationProblem[]): void {
-  for (const { line, certain } of l.orphans) {
-    if (!certain || line.keyword.startsWith('.')) continue;
-    out.push({ file: MAIN_FILE, line: line.line, message: `'${line.keyword}' is outside any section` });
+interface Block {
+  section: Section;
+  /** False when the header sits inside a .if block: haproxy may skip it. */
+  certain: boolean;
+  facts: Facts;
+}
+
+function checkSections(orphans: Facts, blocks: readonly Block[], out: ValidationProblem[]): void {
+  for (const { at, keyword } of orphans.lines) {
+    if (keyword.startsWith('.')) continue;
+    out.push({ file: MAIN_FILE, line: 1 + at, message: `'${keyword}' is outside any section` });
   }
   const seen = new Map<string, Block>();
-  for (const block of l.blocks) {
+  for (const block of blocks) {
     if (!block.certain) continue;
-    const { type, name, header } = block;
-    if (NAMED_SECTIONS.has(type) && !name) {
+    const { type, name: named, header } = block.section;
+    const name = header.args[0];
+    if (NAMED_SECTIONS.has(type) && !named) {
       out.push({ file: MAIN_FILE, line: header.line, message: `'${type}' section needs a name` });
       continue;
     }
@@ -116,7 +184,7 @@ function checkSections(l: Layout, out: ValidationProblem[]): void {
       out.push({
         file: MAIN_FILE,
         line: header.line,
-        message: `${describe(type)} '${name}' has the same name as ${describe(earlier.type)} '${name}' declared at line ${earlier.header.line}`,
+        message: `${describe(type)} '${name}' has the same name as ${describe(earlier.section.type)} '${name}' declared at line ${earlier.section.header.line}`,
       });
       continue;
     }
@@ -124,59 +192,35 @@ function checkSections(l: Layout, out: ValidationProblem[]): void {
   }
 }
 
-function checkBackendReferences(l: Layout, out: ValidationProblem[]): void {
+function checkBackendReferences(blocks: readonly Block[], out: ValidationProblem[]): void {
   // Backends inside .if blocks count as defined: haproxy may keep them.
-  const backends = new Set(l.blocks.filter((b) => b.type === 'backend' || b.type === 'listen').map((b) => b.name));
-  for (const block of l.blocks) {
+  const backends = new Set(blocks.filter((b) => b.section.type === 'backend' || b.section.type === 'listen').map((b) => b.section.header.args[0]));
+  for (const { section, facts } of blocks) {
     // defaults only matter through the proxies that inherit them; backends ignore these keywords.
-    if (block.type !== 'frontend' && block.type !== 'listen') continue;
-    for (const { line, certain } of block.lines) {
-      if (!certain || (line.keyword !== 'default_backend' && line.keyword !== 'use_backend')) continue;
-      const name = line.args[0];
+    if (section.type !== 'frontend' && section.type !== 'listen') continue;
+    for (const { at, keyword, name } of facts.backendRefs) {
       if (name === undefined || isDynamic(name) || backends.has(name)) continue;
-      out.push({ file: MAIN_FILE, line: line.line, message: `${line.keyword} '${name}' names no backend or listen section` });
+      out.push({ file: MAIN_FILE, line: section.firstLine + at, message: `${keyword} '${name}' names no backend or listen section` });
     }
   }
 }
 
-interface FileRef {
-  path: string;
-  /** Which base directive redirects relative paths of this reference. */
-  base: RefBase;
-  /** A `crt` path may stand for a bundle of `<path>.rsa`, `.ecdsa`, `.dsa`. */
-  bundle: boolean;
-}
-
-/** Files a line makes haproxy open at check time; each case was confirmed against haproxy -c. */
-function fileRefs(line: ConfigLine): FileRef[] {
-  return auxRefsInWords([line.keyword, ...line.args])
-    .filter((ref) => ref.checked)
-    .map(({ path, base, bundle }) => ({ path, base, bundle }));
-}
-
-function checkFileReferences(l: Layout, rendered: RenderedFiles, out: ValidationProblem[]): void {
+function checkFileReferences(blocks: readonly Block[], rendered: RenderedFiles, out: ValidationProblem[]): void {
   const produced = new Set<string>();
   for (const kind of AUX_KINDS) for (const name of Object.keys(rendered[kind])) produced.add(auxPath(kind, name));
   // Base directives move relative paths away from the configuration directory.
-  let allBases = false;
   const bases = new Set<RefBase>();
-  for (const block of l.blocks) {
-    if (block.type !== 'global') continue;
-    for (const { line } of block.lines) {
-      if (line.keyword === 'default-path' && line.args[0] !== 'current' && line.args[0] !== 'config') allBases = true;
-      if (line.keyword === 'crt-base') bases.add('crt');
-      if (line.keyword === 'ca-base') bases.add('ca');
-    }
+  for (const { section, facts } of blocks) {
+    if (section.type !== 'global') continue;
+    if (facts.defaultPathElsewhere) return;
+    if (facts.crtBase) bases.add('crt');
+    if (facts.caBase) bases.add('ca');
   }
-  if (allBases) return;
-  for (const block of l.blocks) {
-    for (const { line, certain } of block.lines) {
-      if (!certain) continue;
-      for (const ref of fileRefs(line)) {
-        if (bases.has(ref.base) || produced.has(ref.path)) continue;
-        if (ref.bundle && ['.rsa', '.ecdsa', '.dsa'].some((ext) => produced.has(ref.path + ext))) continue;
-        out.push({ file: MAIN_FILE, line: line.line, message: `'${ref.path}' is not among the rendered files` });
-      }
+  for (const { section, facts } of blocks) {
+    for (const { at, ref } of facts.fileRefs) {
+      if (bases.has(ref.base) || produced.has(ref.path)) continue;
+      if (ref.bundle && ['.rsa', '.ecdsa', '.dsa'].some((ext) => produced.has(ref.path + ext))) continue;
+      out.push({ file: MAIN_FILE, line: section.firstLine + at, message: `'${ref.path}' is not among the rendered files` });
     }
   }
 }
@@ -211,19 +255,36 @@ export function rememberStructure(rendered: RenderedFiles, problems: readonly Va
 /**
  * Reports obvious mistakes in a render with precise lines. It reads every line, which
  * takes a while on a large configuration: the render worker checks each render as it
- * makes it, and this returns that verdict instead of checking again.
+ * makes it, with a memo of the last one's sections, and this returns that verdict
+ * instead of checking again.
  * An empty result does not mean the configuration is valid: only haproxy can say that.
  */
-export function checkStructure(rendered: RenderedFiles): ValidationProblem[] {
+export function checkStructure(rendered: RenderedFiles, memo?: StructureMemo): ValidationProblem[] {
   const known = remembered.get(rendered);
   if (known) return known.map((p) => ({ ...p }));
   const names: ValidationProblem[] = [];
   checkFileNames(rendered, names);
-  const { layout: l, errors } = layout(rendered.main);
-  const main: ValidationProblem[] = [...errors];
-  checkSections(l, main);
-  checkBackendReferences(l, main);
-  checkFileReferences(l, rendered, main);
+  const parsed = parseConfig(rendered.main);
+  const orphans = factsOf(parsed.orphans, parsed.orphanErrors, 1, 0);
+  const blocks: Block[] = [];
+  let depth = orphans.depthAfter;
+  memo?.begin();
+  for (const section of parsed.sections) {
+    // Word limits apply to header lines too.
+    const header = tooManyWords(section.header);
+    // A body that starts inside a .if block is read for this configuration alone.
+    const facts = depth === 0 ? (memo?.factsOf(section) ?? factsOf(section.lines, section.errors, section.firstLine, 0)) : factsOf(section.lines, section.errors, section.firstLine, depth);
+    blocks.push({ section, certain: depth === 0, facts: header ? { ...facts, words: [{ at: section.header.line - section.firstLine, message: header }, ...facts.words] } : facts });
+    depth = facts.depthAfter;
+  }
+  memo?.end();
+  const errors = [...orphans.errors.map((e) => ({ line: 1 + e.at, message: e.message })), ...blocks.flatMap(({ section, facts }) => facts.errors.map((e) => ({ line: section.firstLine + e.at, message: e.message })))].sort((a, b) => a.line - b.line);
+  const main: ValidationProblem[] = errors.map((e) => ({ file: MAIN_FILE, line: e.line, message: e.message }));
+  for (const w of orphans.words) main.push({ file: MAIN_FILE, line: 1 + w.at, message: w.message });
+  for (const { section, facts } of blocks) for (const w of facts.words) main.push({ file: MAIN_FILE, line: section.firstLine + w.at, message: w.message });
+  checkSections(orphans, blocks, main);
+  checkBackendReferences(blocks, main);
+  checkFileReferences(blocks, rendered, main);
   main.sort((a, b) => (a.line ?? 0) - (b.line ?? 0));
   return [...names, ...main];
 }

@@ -8,7 +8,7 @@
  */
 import { parentPort, workerData } from 'node:worker_threads';
 import type { ValidationProblem } from '../events.ts';
-import { checkStructure } from '../haproxy/structure.ts';
+import { StructureMemo, checkStructure } from '../haproxy/structure.ts';
 import type { ResourceChange } from '../k8s/resource.ts';
 import { type ResourceView, type StoreOptions, Store } from '../k8s/store.ts';
 import { abortRender } from './abort.ts';
@@ -55,6 +55,8 @@ function main(): void {
   empty();
   let running = 0;
   const sent = new RenderDeltaSender();
+  // What the structure check found in the sections of the last render: the next one reads only those that changed.
+  const structureMemo = new StructureMemo();
   const check = () => {
     if (Atomics.load(current, 0) !== running) abortRender(SUPERSEDED);
   };
@@ -92,7 +94,7 @@ function main(): void {
       port.postMessage({ type: 'cancelled', id: running } satisfies FromThread);
       return;
     }
-    const structure = result.ok ? checkStructure(result.config) : [];
+    const structure = result.ok ? checkStructure(result.config, structureMemo) : [];
     const shipped = result.ok ? sent.ship(result) : { result, delta: undefined };
     port.postMessage({ type: 'rendered', id: running, result: shipped.result, delta: shipped.delta, structure, durationMs: performance.now() - started } satisfies FromThread);
   });

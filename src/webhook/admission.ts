@@ -26,7 +26,7 @@
  */
 import type { ControllerConfig, WatchedResource } from '../config/controller-config.ts';
 import type { RenderWarning } from '../events.ts';
-import { checkStructure } from '../haproxy/structure.ts';
+import { StructureMemo, checkStructure } from '../haproxy/structure.ts';
 import { configMapToRaw } from '../k8s/config-map.ts';
 import type { KubeObject } from '../k8s/resource.ts';
 import { objectKey } from '../k8s/resource.ts';
@@ -77,6 +77,8 @@ export class Admission {
   private basis: AdmissionBasis | undefined;
   /** Host keys of stored objects, which never change once stored. */
   private readonly hostKeyCache = new WeakMap<object, readonly string[]>();
+  /** The sections of the configuration last checked: a review's two renders differ in the few the object writes. */
+  private readonly structure = new StructureMemo();
 
   constructor(options: AdmissionOptions) {
     this.options = options;
@@ -130,10 +132,10 @@ export class Admission {
       });
       return { allowed: false, message: `haprx would skip ${label}: ${reasons.join('; ')}`, ...(introduced.length > skips.length && { warnings: introduced.filter((w) => !isSkip(w)).map((w) => w.message) }) };
     }
-    const problems = checkStructure(candidate.config);
+    const problems = checkStructure(candidate.config, this.structure);
     if (problems.length > 0) {
       const before = base();
-      const known = new Set(before.ok ? checkStructure(before.config).map((p) => p.message) : []);
+      const known = new Set(before.ok ? checkStructure(before.config, this.structure).map((p) => p.message) : []);
       const fresh = problems.filter((p) => !known.has(p.message));
       if (before.ok && fresh.length > 0) {
         const [first] = fresh;

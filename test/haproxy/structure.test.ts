@@ -5,7 +5,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { promisify } from 'node:util';
-import { MAX_LINE_WORDS, checkStructure, fileNameProblem } from '../../src/haproxy/structure.ts';
+import { MAX_LINE_WORDS, StructureMemo, checkStructure, fileNameProblem } from '../../src/haproxy/structure.ts';
 import { runHaproxyCheck } from '../../src/haproxy/validate.ts';
 import type { RenderedFiles } from '../../src/templating/rendered.ts';
 
@@ -334,6 +334,48 @@ describe('phase one, other rules', () => {
 });
 
 // Phase one must never reject what haproxy accepts: every example above goes through the real binary too.
+describe('phase one with a memo of the last configuration it checked', () => {
+  test('gives what a check without one gives, whatever configurations the memo saw before', () => {
+    const all = [...REJECTED, ...ACCEPTED].map((c) => c.files());
+    const memo = new StructureMemo();
+    for (const files of [...all, ...[...all].reverse(), ...all]) assert.deepEqual(checkStructure(files, memo), checkStructure(files));
+  });
+
+  test('reads again only the section bodies whose text changed, and keeps only the last configuration\'s', () => {
+    const backends = (n: number, changed = -1) => Array.from({ length: n }, (_, b) => [`backend be${b}`, `  server s1 10.0.${b}.${b === changed ? 99 : 1}:80`]).flat();
+    const memo = new StructureMemo();
+    checkStructure(render([...FRONTEND, ...backends(50)]), memo);
+    assert.equal(memo.read, 3 + 50, 'global, defaults, the frontend and every backend, the first time');
+    checkStructure(render([...FRONTEND, ...backends(50, 7)]), memo);
+    assert.equal(memo.read, 1, 'the one backend whose servers changed');
+    assert.equal(memo.size, 53);
+    checkStructure(render([...FRONTEND, ...backends(10)]), memo);
+    assert.equal(memo.read, 1, 'be7 as it was two checks ago was not kept');
+    assert.equal(memo.size, 13);
+  });
+
+  test('reports a known section\'s problems where it stands now', () => {
+    const broken = ['backend bad', '  errorfile 503 general/nope.http', `${words(MAX_LINE_WORDS + 1)}`];
+    const memo = new StructureMemo();
+    const first = render([...FRONTEND, ...BACKEND, ...broken]);
+    const moved = render([...FRONTEND, ...BACKEND, 'backend more', '  server s2 127.0.0.1:81', ...broken]);
+    const at = (files: RenderedFiles) => checkStructure(files, memo).map((p) => p.line);
+    assert.deepEqual(at(first), [lineOf(first.main, 'errorfile'), lineOf(first.main, 'acl many')]);
+    assert.deepEqual(at(moved), [lineOf(moved.main, 'errorfile'), lineOf(moved.main, 'acl many')]);
+    assert.equal(memo.read, 1, 'only the new backend was read');
+  });
+
+  test('does not take a known section\'s verdict where a .if block now holds it', () => {
+    const frontend = ['frontend fe', '  bind :8080', '  default_backend nope'];
+    const memo = new StructureMemo();
+    const plain = render([...frontend, ...BACKEND]);
+    assert.match(checkStructure(plain, memo).map((p) => p.message).join('\n'), /default_backend 'nope' names no backend/);
+    const guarded = render(['backend first', '.if defined(HAPRX_NEVER_SET)', ...frontend, '.endif', ...BACKEND]);
+    assert.deepEqual(checkStructure(guarded, memo), checkStructure(guarded));
+    assert.deepEqual(checkStructure(guarded, memo), [], 'a frontend haproxy may skip is not checked');
+  });
+});
+
 describe('haproxy -c agrees with phase one', () => {
   let tmp: string;
   let cert: string;
