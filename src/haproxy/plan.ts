@@ -37,7 +37,7 @@
  *   map atomically, which is also fine.
  */
 import type { ConfigLine, HaproxyConfig, Section } from './config.ts';
-import { type TextEdit, editConfig, parseConfig } from './config.ts';
+import { type TextEdit, editConfig, parseConfigSteps } from './config.ts';
 import type { RenderedConfig } from '../templating/rendered.ts';
 import { compareStrings, diffLines, lineKey, sameSectionLayout, sectionLabel } from './plan-config.ts';
 import { planMapSteps } from './plan-maps.ts';
@@ -62,10 +62,15 @@ const SERVER_SECTIONS: ReadonlySet<string> = new Set(['backend', 'listen']);
 const parsed = new WeakMap<RenderedConfig, HaproxyConfig>();
 
 export function configOf(rendered: RenderedConfig): HaproxyConfig {
+  return runSteps(configOfSteps(rendered));
+}
+
+/** configOf, parsing in steps (parseConfigSteps) when the configuration was not parsed yet. */
+export function* configOfSteps(rendered: RenderedConfig): Steps<HaproxyConfig> {
   let config = parsed.get(rendered);
   if (!config) {
     const same = sameMain.get(rendered);
-    config = same ? configOf(same) : parseConfig(rendered.main);
+    config = same ? yield* configOfSteps(same) : yield* parseConfigSteps(rendered.main);
     parsed.set(rendered, config);
     sameMain.delete(rendered);
   }
@@ -97,15 +102,41 @@ function auxReasons(what: string, before: Readonly<Record<string, string>>, afte
   return reasons;
 }
 
-/** Pairs sections by type, name and occurrence (anonymous defaults sections may repeat). */
-function sectionKeys(config: HaproxyConfig): string[] {
+/** Each section's key and where each key stands, per parsed configuration: found once, however many plans read it. */
+interface SectionIndex {
+  keys: readonly string[];
+  at: ReadonlyMap<string, number>;
+}
+
+const sectionIndexes = new WeakMap<HaproxyConfig, SectionIndex>();
+
+/** Sections found between two steps while keying them: a few milliseconds' work. */
+const KEYS_PER_STEP = 2_000;
+
+/**
+ * Pairs sections by type, name and occurrence (anonymous defaults sections may repeat).
+ * At 10k backends keying both configurations took some 20 ms of a plan that held the
+ * event loop for 60-70 ms at once; the configuration a plan starts from was keyed when
+ * it was the new one, so each plan keys one configuration, in steps.
+ */
+function* sectionIndexSteps(config: HaproxyConfig): Steps<SectionIndex> {
+  const known = sectionIndexes.get(config);
+  if (known) return known;
   const seen = new Map<string, number>();
-  return config.sections.map((s) => {
+  const keys: string[] = [];
+  const at = new Map<string, number>();
+  for (const [i, s] of config.sections.entries()) {
+    if (i > 0 && i % KEYS_PER_STEP === 0) yield;
     const key = `${s.type} ${s.name}`;
     const n = seen.get(key) ?? 0;
     seen.set(key, n + 1);
-    return `${key}#${n}`;
-  });
+    const keyed = n === 0 ? key : `${key}#${n}`;
+    keys.push(keyed);
+    at.set(keyed, i);
+  }
+  const index = { keys, at };
+  sectionIndexes.set(config, index);
+  return index;
 }
 
 const byServer = (a: ServerRef, b: ServerRef) => compareStrings(a.backend, b.backend) || compareStrings(a.server, b.server);
@@ -138,7 +169,7 @@ export function planDeployment(previous: RenderedConfig | undefined, next: Rende
  * entry) took 105-138 ms in one piece.
  */
 export function* planDeploymentSteps(previous: RenderedConfig | undefined, next: RenderedConfig): Steps<Plan> {
-  const nextConfig = configOf(next);
+  const nextConfig = yield* configOfSteps(next);
   if (previous === undefined) return { kind: 'reload', reasons: ['nothing is deployed yet'], after: drainOps(nextConfig) };
   if (previous.hash === next.hash) return { kind: 'none' };
 
@@ -152,36 +183,48 @@ export function* planDeploymentSteps(previous: RenderedConfig | undefined, next:
   }
 
   yield;
-  const prevConfig = configOf(previous);
+  const prevConfig = yield* configOfSteps(previous);
   yield;
-  const prevKeys = sectionKeys(prevConfig);
-  const nextKeys = sectionKeys(nextConfig);
-  const prevIndex = new Map(prevKeys.map((k, i) => [k, i]));
-  const nextIndex = new Map(nextKeys.map((k, i) => [k, i]));
-  const common = nextKeys.filter((k) => prevIndex.has(k));
+  const prev = yield* sectionIndexSteps(prevConfig);
+  yield;
+  const nextIndex = yield* sectionIndexSteps(nextConfig);
+  yield;
   // Sections with the same header and text are the same: only the others are read.
   const changed: { key: string; was: Section; is: Section }[] = [];
-  for (const key of common) {
-    const was = prevConfig.sections[prevIndex.get(key)!]!;
-    const is = nextConfig.sections[nextIndex.get(key)!]!;
-    if (was.text !== is.text || was.header.text !== is.header.text) changed.push({ key, was, is });
+  const added: string[] = [];
+  for (const [i, key] of nextIndex.keys.entries()) {
+    if (i > 0 && i % KEYS_PER_STEP === 0) yield;
+    const was = prev.at.get(key);
+    if (was === undefined) {
+      added.push(`${sectionLabel(nextConfig.sections[i]!)} is new`);
+      continue;
+    }
+    const before = prevConfig.sections[was]!;
+    const is = nextConfig.sections[i]!;
+    if (before.text !== is.text || before.header.text !== is.header.text) changed.push({ key, was: before, is });
+  }
+  const removed: string[] = [];
+  // The sections both have stand in the same order when, taken in the previous order, their new places only grow:
+  // order decides which defaults section a proxy inherits from.
+  let sameOrder = true;
+  let last = -1;
+  for (const [i, key] of prev.keys.entries()) {
+    if (i > 0 && i % KEYS_PER_STEP === 0) yield;
+    const j = nextIndex.at.get(key);
+    if (j === undefined) {
+      removed.push(`${sectionLabel(prevConfig.sections[i]!)} was removed`);
+      continue;
+    }
+    if (j < last) sameOrder = false;
+    last = j;
   }
   for (const [config, which, sections] of [[prevConfig, 'previous', changed.map((c) => c.was)], [nextConfig, 'new', changed.map((c) => c.is)]] as const) {
     const errors = [...config.orphanErrors, ...sections.flatMap((s) => s.errors)].sort((a, b) => a.line - b.line);
     for (const e of errors) reasons.push(`the ${which} haproxy.cfg cannot be read at line ${e.line}: ${e.message}`);
   }
   reasons.push(...diffLines('lines before the first section', prevConfig.orphans, nextConfig.orphans));
-
-  nextKeys.forEach((k, i) => {
-    if (!prevIndex.has(k)) reasons.push(`${sectionLabel(nextConfig.sections[i]!)} is new`);
-  });
-  prevKeys.forEach((k, i) => {
-    if (!nextIndex.has(k)) reasons.push(`${sectionLabel(prevConfig.sections[i]!)} was removed`);
-  });
-  if (common.join('\n') !== prevKeys.filter((k) => nextIndex.has(k)).join('\n')) {
-    // Order decides which defaults section a proxy inherits from.
-    reasons.push('the order of sections changed');
-  }
+  reasons.push(...added, ...removed);
+  if (!sameOrder) reasons.push('the order of sections changed');
 
   yield;
   const sections = yield* planSections(changed, prevConfig, nextConfig);

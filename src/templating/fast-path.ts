@@ -13,7 +13,7 @@
  */
 import type { ChangeRef } from '../events.ts';
 import { type TextEdit, tokenize } from '../haproxy/config.ts';
-import { type RuntimeOp, configOf, planEditSteps, planEdits, shareParse } from '../haproxy/plan.ts';
+import { type RuntimeOp, configOfSteps, planEditSteps, planEdits, shareParse } from '../haproxy/plan.ts';
 import { type Steps, runSteps } from '../steps.ts';
 import { objectKey } from '../k8s/resource.ts';
 import type { ResourceView } from '../k8s/store.ts';
@@ -130,7 +130,7 @@ export function* prepareFastSteps(base: RenderedConfig): Steps<void> {
   adopt(base);
   indexOf(base);
   yield;
-  configOf(base);
+  yield* configOfSteps(base);
   yield;
   prepareDigest(base);
   yield;

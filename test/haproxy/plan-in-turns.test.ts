@@ -28,6 +28,22 @@ describe('a deployment plan run in turns', () => {
     assert.ok(turns >= 4, `${turns} turns: the configurations, the sections and each map file read apart`);
   });
 
+  it('parses and pairs the sections of a large configuration in parts: a new backend among 8,000', async () => {
+    const backends = (names: string[]) => names.map((n) => `backend ${n}\n  server s1 10.0.${n.length % 250}.1:80\n`).join('');
+    const names = Array.from({ length: 8_000 }, (_, i) => `be_${String(i).padStart(5, '0')}`);
+    const large = (list: string[]) => sealRendered({ main: `global\ndefaults\n  mode http\nfrontend http\n  bind :80\n  use_backend %[req.hdr(host),lower]\n${backends(list)}`, maps: {}, files: {}, certs: {} });
+    const before = large(names);
+    const after = large([...names.slice(0, 4_000), 'be_new', ...names.slice(4_000)]);
+    const whole = planDeployment(before, after);
+    assert.deepEqual(whole.kind === 'reload' && whole.reasons, ['backend be_new is new']);
+    const counter = turnCounter();
+    const inTurns = await runInTurns(planDeploymentSteps(large(names), large([...names.slice(0, 4_000), 'be_new', ...names.slice(4_000)])), 0);
+    const turns = counter.stop();
+    assert.deepEqual(inTurns, whole);
+    // 16k lines of each configuration parsed in parts, the sections keyed and paired in parts of 2,000: no backend changed.
+    assert.ok(turns >= 12, `${turns} turns`);
+  });
+
   it('takes no turn while the work fits its budget', async () => {
     const counter = turnCounter();
     const plan = await runInTurns(planDeploymentSteps(config(hosts(3)), config(hosts(3), '10.0.0.2')), 60_000);
