@@ -51,6 +51,12 @@ export class StatusBook {
   private latestKeysMayBeGone = false;
   /** The statuses list the declarations were last made from. */
   private taken: readonly ObjectStatus[] | undefined;
+  /**
+   * Each status's key, found once per status: the render thread passes an unchanged status
+   * on as the same object, so at 10k objects a render's declarations build no new key
+   * strings, and the maps keyed by them look up strings whose hash is known.
+   */
+  private readonly keyOf = new WeakMap<ObjectStatus, string>();
 
   /** Applies one controller event; returns the keys whose composed status changed. */
   apply(event: ControllerEvent): string[] {
@@ -132,7 +138,8 @@ export class StatusBook {
   private declarations(statuses: readonly ObjectStatus[]): Declared {
     const declared = new Map<string, Held>();
     for (const status of statuses) {
-      const key = statusKey(status.ref);
+      let key = this.keyOf.get(status);
+      if (key === undefined) this.keyOf.set(status, (key = statusKey(status.ref)));
       const before = this.latest.get(key);
       // The render thread passes an unchanged status on as the same object: no need to compare its text.
       if (before !== undefined && before.status === status) {
