@@ -8,7 +8,8 @@
  */
 import { deserialize, serialize } from 'node:v8';
 import { type ObjectStatus, statusKey } from '../status/types.ts';
-import { nextTurn } from '../turns.ts';
+import { type Steps, runSteps } from '../steps.ts';
+import { nextTurn, runInTurns } from '../turns.ts';
 import type { RenderResult } from './engine.ts';
 import { type ListDelta, ListDeltaReceiver, ListDeltaSender } from './list-delta.ts';
 import type { DeclaredObject, MapDeclarations } from './map-entries.ts';
@@ -88,11 +89,22 @@ function pack(delta: RenderDelta): RenderDelta {
 
 /** The main thread's side: one receiver per sender, taking every render it sent. */
 export class RenderDeltaReceiver {
+  /** How long putting the lists together may hold the event loop before it gets a turn. */
+  private readonly budgetMs: number;
   private readonly statuses = new ListDeltaReceiver<ObjectStatus>();
   private readonly calls = new ListDeltaReceiver<ServerCall>();
   private readonly objects = new ListDeltaReceiver<DeclaredObject>();
 
-  /** take(), reading a packed delta's parts one per turn of the event loop first. */
+  constructor(options: { budgetMs?: number } = {}) {
+    this.budgetMs = options.budgetMs ?? 10;
+  }
+
+  /**
+   * take(), reading a packed delta's parts one per turn of the event loop first, and
+   * giving the event loop a turn between the lists once they have held it for the budget: a
+   * render that adds or removes an object moves every key of its lists (at 10k objects,
+   * some 30k keys put in order again).
+   */
   async receive(shipped: Rendered, delta: RenderDelta): Promise<Rendered> {
     for (const [i, part] of (delta.packed ?? []).entries()) {
       if (i > 0) await nextTurn();
@@ -101,17 +113,25 @@ export class RenderDeltaReceiver {
       if (!list) throw new Error(`a packed part of the render's ${name}, which the render has none of`);
       list.changed.push(...records);
     }
-    return this.take(shipped, { ...delta, packed: undefined });
+    return runInTurns(this.takeSteps(shipped, { ...delta, packed: undefined }), this.budgetMs);
   }
 
   take(shipped: Rendered, delta: RenderDelta): Rendered {
+    return runSteps(this.takeSteps(shipped, delta));
+  }
+
+  private *takeSteps(shipped: Rendered, delta: RenderDelta): Steps<Rendered> {
     if (delta.packed?.length) throw new Error('a packed render delta is read with receive()');
     const config = { ...shipped.config };
     if (delta.serverSets) {
       const { calls, places, reads } = delta.serverSets;
       config.serverSets = { sets: this.calls.take(calls).map((call, i) => ({ ...call, start: places[2 * i]!, end: places[2 * i + 1]! })), reads };
+      yield;
     }
-    if (delta.mapEntries) config.mapEntries = { sets: delta.mapEntries.sets, objects: this.objects.take(delta.mapEntries.objects) };
+    if (delta.mapEntries) {
+      config.mapEntries = { sets: delta.mapEntries.sets, objects: this.objects.take(delta.mapEntries.objects) };
+      yield;
+    }
     return { ...shipped, config, statuses: this.statuses.take(delta.statuses) };
   }
 }

@@ -126,6 +126,25 @@ describe('a render sent between the render thread and the main thread', () => {
     assert.equal(three.delta.serverSets!.calls.changed.length, 1);
   });
 
+  it('puts the lists of a render whose keys moved together on turns of their own once they take their budget', async () => {
+    const sender = new RenderDeltaSender();
+    const receiver = new RenderDeltaReceiver({ budgetMs: 0 });
+    const names = Array.from({ length: 500 }, (_, i) => `web-${i}`);
+    const make = (list: string[]) => rendered(list.map((name, i) => serverSet(`be_${name}`, i * 10, i * 10 + 5, `ns/${name}`)), list.map((name) => declared(name, `be_${name}`)), list.map((name) => status(name)));
+    const first = make(names);
+    const sent = structuredClone(sender.ship(first));
+    assert.deepEqual(await receiver.receive(sent.result, sent.delta), first);
+    // One object more, in the middle: every list sends its keys in their new order.
+    const second = make([...names.slice(0, 250), 'web-new', ...names.slice(250)]);
+    const shipped = structuredClone(sender.ship(second));
+    assert.ok(shipped.delta.statuses.order && shipped.delta.serverSets!.calls.order && shipped.delta.mapEntries!.objects.order);
+    const counter = turnCounter();
+    const taken = await receiver.receive(shipped.result, shipped.delta);
+    const turns = counter.stop();
+    assert.deepEqual(taken, second);
+    assert.ok(turns >= 2, `the event loop turned between the lists (${turns} turns)`);
+  });
+
   it('packs the records of a large delta, reads them a part per turn, and puts the same render together', async () => {
     const sender = new RenderDeltaSender();
     const receiver = new RenderDeltaReceiver();
