@@ -115,6 +115,17 @@ export interface InstanceResult extends InstanceOutcome {
   durationMs: number;
 }
 
+/**
+ * The V8 heap of the thread that rendered, as the render left it: at 10k objects the
+ * render thread holds a copy of the watched sets and about half of the process's heap,
+ * which the process's own heap figures do not show.
+ */
+export interface ThreadHeap {
+  usedBytes: number;
+  totalBytes: number;
+  limitBytes: number;
+}
+
 export type ControllerEvent =
   | { type: 'ConfigAccepted'; generation: number }
   | { type: 'ConfigRejected'; path: string; message: string }
@@ -122,10 +133,10 @@ export type ControllerEvent =
   | { type: 'SourceProblem'; source: string; resource?: string; line?: number; message: string; object?: ObjectRef }
   | { type: 'ReconcileTriggered'; reconcile: Reconcile }
   /** `statuses`: what the templates declared about each object (src/status/types.ts). */
-  | { type: 'Rendered'; reconcile: Reconcile; config: RenderedConfig; durationMs: number; warnings?: readonly RenderWarning[]; statuses?: readonly ObjectStatus[] }
-  | { type: 'RenderFailed'; reconcile: Reconcile; error: RenderError; durationMs: number }
+  | { type: 'Rendered'; reconcile: Reconcile; config: RenderedConfig; durationMs: number; warnings?: readonly RenderWarning[]; statuses?: readonly ObjectStatus[]; threadHeap?: ThreadHeap }
+  | { type: 'RenderFailed'; reconcile: Reconcile; error: RenderError; durationMs: number; threadHeap?: ThreadHeap }
   /** The render produced the configuration already rendered last: nothing further to do. `warnings` and `statuses` when they changed since the last render. */
-  | { type: 'RenderUnchanged'; reconcile: Reconcile; hash: string; durationMs: number; warnings?: readonly RenderWarning[]; statuses?: readonly ObjectStatus[] }
+  | { type: 'RenderUnchanged'; reconcile: Reconcile; hash: string; durationMs: number; warnings?: readonly RenderWarning[]; statuses?: readonly ObjectStatus[]; threadHeap?: ThreadHeap }
   | { type: 'Validated'; reconcile: Reconcile; config: RenderedConfig; durationMs: number }
   | { type: 'ValidationFailed'; reconcile: Reconcile; config: RenderedConfig; problems: readonly ValidationProblem[]; durationMs: number }
   /**

@@ -1,5 +1,5 @@
 import { type Observable, type SchedulerLike, asyncScheduler, catchError, defer, filter, ignoreElements, map, merge, of, tap } from 'rxjs';
-import type { ControllerEvent, Reconcile, RenderError, RenderWarning } from '../src/events.ts';
+import type { ControllerEvent, Reconcile, RenderError, RenderWarning, ThreadHeap } from '../src/events.ts';
 import { errorMessage } from '../src/errors.ts';
 import type { ObjectStatus } from '../src/status/types.ts';
 import type { RenderedConfig } from '../src/templating/rendered.ts';
@@ -8,8 +8,9 @@ import { latestWins } from './operators/latest-wins.ts';
 /**
  * `statusesDigest`, when the renderer gives one, is equal for equal statuses: renders
  * are compared by it instead of by the statuses' text (10k of them at 10k objects).
+ * `threadHeap`: the heap of the thread that rendered, when it is not this one.
  */
-export type RenderOutcome = { ok: true; config: RenderedConfig; warnings?: readonly RenderWarning[]; statuses?: readonly ObjectStatus[]; statusesDigest?: string } | { ok: false; error: RenderError };
+export type RenderOutcome = ({ ok: true; config: RenderedConfig; warnings?: readonly RenderWarning[]; statuses?: readonly ObjectStatus[]; statusesDigest?: string } | { ok: false; error: RenderError }) & { threadHeap?: ThreadHeap };
 
 export type RenderEvent = Extract<ControllerEvent, { type: 'Rendered' | 'RenderFailed' | 'RenderUnchanged' }>;
 /** What validation made of a configuration render passed on. */
@@ -60,7 +61,8 @@ export function render(reconciles$: Observable<Reconcile>, verdicts$: Observable
           catchError((err: unknown) => of<RenderOutcome>({ ok: false, error: { template: '(render)', message: errorMessage(err) } })),
           map((outcome): RenderEvent => {
             const durationMs = scheduler.now() - started;
-            if (!outcome.ok) return { type: 'RenderFailed', reconcile, error: outcome.error, durationMs };
+            const heap = outcome.threadHeap && { threadHeap: outcome.threadHeap };
+            if (!outcome.ok) return { type: 'RenderFailed', reconcile, error: outcome.error, durationMs, ...heap };
             const warnings = outcome.warnings ?? [];
             const warningsKey = JSON.stringify(warnings);
             const warningsChanged = warningsKey !== lastWarnings;
@@ -70,9 +72,9 @@ export function render(reconciles$: Observable<Reconcile>, verdicts$: Observable
             const statusesChanged = statusesKey !== lastStatuses;
             lastStatuses = statusesKey;
             const { hash } = outcome.config;
-            if (last?.hash === hash && !last.refused) return { type: 'RenderUnchanged', reconcile, hash, durationMs, ...(warningsChanged && { warnings }), ...(statusesChanged && { statuses }) };
+            if (last?.hash === hash && !last.refused) return { type: 'RenderUnchanged', reconcile, hash, durationMs, ...(warningsChanged && { warnings }), ...(statusesChanged && { statuses }), ...heap };
             last = { hash, refused: false };
-            return { type: 'Rendered', reconcile, config: outcome.config, durationMs, ...(warnings.length > 0 && { warnings }), ...(statuses.length > 0 && { statuses }) };
+            return { type: 'Rendered', reconcile, config: outcome.config, durationMs, ...(warnings.length > 0 && { warnings }), ...(statuses.length > 0 && { statuses }), ...heap };
           }),
         );
       }, { maxWaitMs: deps.maxWaitMs ?? Infinity, scheduler }),

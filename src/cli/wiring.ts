@@ -128,9 +128,9 @@ function canaryDeps(io: CanaryIO, settings: CanarySettings): NonNullable<GraphDe
 /** What the worker answered, as the render stage takes it; a cancelled render gives nothing. */
 function renderOutcome(answer: WorkerRender): Observable<RenderOutcome> {
   if (!answer.ok) return answer.cancelled ? EMPTY : of({ ok: false, error: { template: '(render)', message: answer.message } });
-  const { result, structure } = answer;
-  if (!result.ok) return of({ ok: false, error: result.error });
+  const { result, structure, heap: threadHeap } = answer;
+  if (!result.ok) return of({ ok: false, error: result.error, threadHeap });
   // The worker checked the structure already: validation takes its verdict instead of checking again here.
   rememberStructure(result.config, structure);
-  return of({ ok: true, config: result.config, warnings: result.warnings, statuses: result.statuses, ...(answer.statusesDigest !== undefined && { statusesDigest: answer.statusesDigest }) });
+  return of({ ok: true, config: result.config, warnings: result.warnings, statuses: result.statuses, ...(answer.statusesDigest !== undefined && { statusesDigest: answer.statusesDigest }), threadHeap });
 }

@@ -60,6 +60,11 @@ function createMetrics(registry: Registry, sources: MetricsSources) {
       ['outcome'],
     ),
     renderDuration: histogram('haprx_render_duration_seconds', 'Time to render the templates, by result (changed, unchanged, failed).', ['result']),
+    renderThreadHeap: gauge(
+      'haprx_render_thread_heap_bytes',
+      "The V8 heap of the render thread after its last render, by figure: used, total (what V8 holds) and limit; the process's nodejs_heap_* figures are the main thread's alone.",
+      ['figure'],
+    ),
     validations: counter('haprx_validations_total', 'Configurations checked with haproxy -c.'),
     validationErrors: counter('haprx_validation_errors_total', 'Configurations haproxy -c refused.'),
     validationUnavailable: counter('haprx_validation_unavailable_total', 'Checks that could not run (haproxy -c timed out, could not start, was killed); never counted as refused.'),
@@ -216,6 +221,11 @@ export class ControllerMetrics {
       case 'RenderUnchanged':
       case 'RenderFailed':
         m.renderDuration.observe({ result: event.type === 'Rendered' ? 'changed' : event.type === 'RenderUnchanged' ? 'unchanged' : 'failed' }, seconds(event.durationMs));
+        if (event.threadHeap) {
+          m.renderThreadHeap.set({ figure: 'used' }, event.threadHeap.usedBytes);
+          m.renderThreadHeap.set({ figure: 'total' }, event.threadHeap.totalBytes);
+          m.renderThreadHeap.set({ figure: 'limit' }, event.threadHeap.limitBytes);
+        }
         return;
       case 'Validated':
       case 'ValidationFailed': {

@@ -6,8 +6,9 @@
  * asked for or the running one is abandoned, and this render then stops at its next
  * lookup instead of running to its end.
  */
+import { getHeapStatistics } from 'node:v8';
 import { parentPort, workerData } from 'node:worker_threads';
-import type { ValidationProblem } from '../events.ts';
+import type { ThreadHeap, ValidationProblem } from '../events.ts';
 import { StructureMemo, checkStructure } from '../haproxy/structure.ts';
 import type { ResourceChange } from '../k8s/resource.ts';
 import { type ResourceView, type StoreOptions, Store } from '../k8s/store.ts';
@@ -31,7 +32,7 @@ export type FromThread =
   | { type: 'ready' }
   | { type: 'failed'; message: string }
   /** A render's statuses, server sets and map entries go as `delta`: what changed since the last render sent (render-delta.ts). */
-  | { type: 'rendered'; id: number; result: RenderResult; delta: RenderDelta | undefined; structure: ValidationProblem[]; durationMs: number }
+  | { type: 'rendered'; id: number; result: RenderResult; delta: RenderDelta | undefined; structure: ValidationProblem[]; durationMs: number; heap: ThreadHeap }
   | { type: 'cancelled'; id: number };
 
 const SUPERSEDED = 'superseded by a newer render';
@@ -96,7 +97,10 @@ function main(): void {
     }
     const structure = result.ok ? checkStructure(result.config, structureMemo) : [];
     const shipped = result.ok ? sent.ship(result) : { result, delta: undefined };
-    port.postMessage({ type: 'rendered', id: running, result: shipped.result, delta: shipped.delta, structure, durationMs: performance.now() - started } satisfies FromThread);
+    const durationMs = performance.now() - started;
+    const stats = getHeapStatistics();
+    const heap = { usedBytes: stats.used_heap_size, totalBytes: stats.total_heap_size, limitBytes: stats.heap_size_limit };
+    port.postMessage({ type: 'rendered', id: running, result: shipped.result, delta: shipped.delta, structure, durationMs, heap } satisfies FromThread);
   });
   port.postMessage({ type: 'ready' } satisfies FromThread);
 }

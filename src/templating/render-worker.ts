@@ -15,7 +15,7 @@
  * next render starts a new worker, filled from the main thread's sets.
  */
 import { Worker } from 'node:worker_threads';
-import type { ValidationProblem } from '../events.ts';
+import type { ThreadHeap, ValidationProblem } from '../events.ts';
 import type { ResourceChange } from '../k8s/resource.ts';
 import type { ResourceView, StoreOptions } from '../k8s/store.ts';
 import type { RenderResult, TemplateSet } from './engine.ts';
@@ -35,7 +35,7 @@ export interface RenderWorkerOptions {
 }
 
 /** `statusesDigest`: equal for renders that declared equal statuses (render-delta.ts). */
-export type WorkerRender = { ok: true; result: RenderResult; statusesDigest: string | undefined; structure: ValidationProblem[]; durationMs: number } | { ok: false; cancelled: true } | { ok: false; cancelled: false; message: string };
+export type WorkerRender = { ok: true; result: RenderResult; statusesDigest: string | undefined; structure: ValidationProblem[]; durationMs: number; heap: ThreadHeap } | { ok: false; cancelled: true } | { ok: false; cancelled: false; message: string };
 
 /**
  * Young generation of the worker, in MiB. A worker gets 192 by default, which a render
@@ -191,7 +191,7 @@ export class RenderWorker {
           const shipped = message.result;
           taking = taking.then(async () => {
             const result = shipped.ok && delta ? await received.receive(shipped, delta) : shipped;
-            this.waiting.get(message.id)?.({ ok: true, result, statusesDigest: delta?.statuses.digest, structure: message.structure, durationMs: message.durationMs });
+            this.waiting.get(message.id)?.({ ok: true, result, statusesDigest: delta?.statuses.digest, structure: message.structure, durationMs: message.durationMs, heap: message.heap });
           });
           taking = taking.catch((err: unknown) => {
             // What this thread sends next would build on what could not be read: a new thread starts empty.

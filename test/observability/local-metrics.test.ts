@@ -77,6 +77,9 @@ describe('haprx local: metrics, health and debug state across a scenario', () =>
     assert.equal(m.get('haprx_leader'), 1);
     assert.equal(m.get('haprx_config_generation'), 1);
     assert.ok(m.get('process_cpu_user_seconds_total')! > 0, 'default process metrics are there');
+    // The render thread's heap, which the process's heap figures leave out.
+    const heap = (figure: string) => m.get(`haprx_render_thread_heap_bytes{figure="${figure}"}`)!;
+    assert.ok(heap('used') > 1024 * 1024 && heap('used') <= heap('total') && heap('total') <= heap('limit'), `render thread heap: ${heap('used')} used of ${heap('total')}, limit ${heap('limit')}`);
     assert.ok(m.get('haprx_last_successful_deployment_timestamp_seconds')! > Date.now() / 1000 - 60);
     assert.equal((await get(httpPort, '/', 'web.test')).body.trim(), 'web1');
   });
