@@ -52,9 +52,10 @@ export interface ScaleResult {
   heapCapMib: number;
   nodeOptions: string;
   coldStartMs: number;
-  afterSync: { rss: number; heap: number; helperRss: number };
+  /** `heap`: the main thread's heap in use; `renderHeap`: the render thread's after its last render. */
+  afterSync: { rss: number; heap: number; renderHeap: number; helperRss: number };
   burst: { deployments: number; reloads: number; writeMs: number };
-  afterChurn: { rss: number; heap: number; helperRss: number };
+  afterChurn: { rss: number; heap: number; renderHeap: number; helperRss: number };
   churnReloads: number;
   /** Full renders that finished during the churn, and configurations haproxy -c checked: the full path is not starved. */
   churnRenders: { finished: number; checked: number };
@@ -88,11 +89,11 @@ async function measure(size: number): Promise<ScaleResult> {
   });
 
   const metrics = async () => (await fetch(`http://127.0.0.1:${metricsPort}/metrics`)).text();
-  async function memory(): Promise<{ rss: number; heap: number; helperRss: number }> {
+  async function memory(): Promise<{ rss: number; heap: number; renderHeap: number; helperRss: number }> {
     haprx.alive();
     const text = await metrics();
     const value = (name: string) => Number(new RegExp(`^${name}(?:\\{[^}]*\\})? ([\\d.e+]+)$`, 'm').exec(text)?.[1] ?? NaN);
-    return { rss: value('process_resident_memory_bytes'), heap: value('nodejs_heap_size_used_bytes'), helperRss: await helperRss(haprx.child.pid) };
+    return { rss: value('process_resident_memory_bytes'), heap: value('nodejs_heap_size_used_bytes'), renderHeap: Number(/^haprx_render_thread_heap_bytes\{figure="used"\} ([\d.e+]+)$/m.exec(text)?.[1] ?? NaN), helperRss: await helperRss(haprx.child.pid) };
   }
   /** Full renders that finished (changed or unchanged output) and haproxy -c checks, so far. */
   async function renders(): Promise<{ finished: number; checked: number }> {
@@ -174,11 +175,11 @@ async function measure(size: number): Promise<ScaleResult> {
       'V8 options (as the manifests give them)': `${cap.nodeOptions} (${cap.source}, for each thread)`,
       'cold start to first deployment': `${(coldStartMs / 1000).toFixed(1)} s`,
       '/healthz during cold start': health(coldHealth),
-      'RSS / heap after initial sync (+ RSS of the spawn helper)': `${mib(afterSync.rss)} MiB / ${mib(afterSync.heap)} MiB (+ ${mib(afterSync.helperRss)} MiB)`,
+      'RSS / heap of the main and render threads after initial sync (+ RSS of the spawn helper)': `${mib(afterSync.rss)} MiB / ${mib(afterSync.heap)} + ${mib(afterSync.renderHeap)} MiB (+ ${mib(afterSync.helperRss)} MiB)`,
       'burst: endpoint changes written': `1,000 in ${(burstWriteMs / 1000).toFixed(1)} s (1 → 200 endpoints on one Service, 800 slices moved)`,
       'burst: deployments / reloads': `${burst.length} / ${burstReloads}`,
       '/healthz during the burst': health(burstHealth),
-      [`RSS / heap after ${CHURN_SECONDS} s of churn (+ RSS of the spawn helper)`]: `${mib(afterChurn.rss)} MiB / ${mib(afterChurn.heap)} MiB (+ ${mib(afterChurn.helperRss)} MiB)`,
+      [`RSS / heap of the main and render threads after ${CHURN_SECONDS} s of churn (+ RSS of the spawn helper)`]: `${mib(afterChurn.rss)} MiB / ${mib(afterChurn.heap)} + ${mib(afterChurn.renderHeap)} MiB (+ ${mib(afterChurn.helperRss)} MiB)`,
       'reloads during churn': String(churnReloads),
       'full renders finished during churn / checked by haproxy -c': `${churnRenders.finished} / ${churnRenders.checked}`,
       '/healthz during churn': health(churnHealth),

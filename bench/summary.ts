@@ -94,7 +94,7 @@ export function targetRows(latency: LatencyResult[] | undefined, scale: ScaleRes
     rows.push({
       metric: `RSS after ${s.churnSeconds} s of churn, ${s.size / 1000}k (heap cap ${s.heapCapMib} MiB per thread)`,
       target,
-      measured: `${mib(s.afterChurn.rss)} MiB (after the initial sync ${mib(s.afterSync.rss)} MiB; main heap in use ${mib(s.afterChurn.heap)} MiB; the spawn helper beside it ${mib(s.afterChurn.helperRss ?? 0)} MiB)`,
+      measured: `${mib(s.afterChurn.rss)} MiB (after the initial sync ${mib(s.afterSync.rss)} MiB; heap in use ${mib(s.afterChurn.heap)} MiB in the main thread${s.afterChurn.renderHeap === undefined ? '' : `, ${mib(s.afterChurn.renderHeap)} MiB in the render thread`}; the spawn helper beside it ${mib(s.afterChurn.helperRss ?? 0)} MiB)`,
       met: s.size === 10_000 && s.churnSeconds >= 300 ? mib(s.afterChurn.rss) <= 300 : undefined,
       command: SCALE,
       load: s.loadAverage,
