@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { flatText } from '../src/flat-text.ts';
+import { flatText } from '../../src/flat-text.ts';
 
 describe('flatText', () => {
   it('gives back every code unit as it was: quotes, escapes, non-ASCII and a lone surrogate', () => {
