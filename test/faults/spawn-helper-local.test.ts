@@ -67,7 +67,7 @@ describe('local mode: the spawn helper killed (real haproxy)', () => {
     process.kill(first, 'SIGKILL');
     await rm(slow);
     await haprx.served('shop.test', 'e2');
-    assert.ok(haprx.logged(mark, /^the spawn helper was killed by SIGKILL; the next check starts another$/), haprx.recentLogs());
+    await haprx.until('the log line', () => haprx.logged(mark, /^the spawn helper was killed by SIGKILL; the next check starts another$/), 2_000);
     const second = await haprx.until('a new spawn helper', () => helperPid(haprx.pid!));
     assert.notEqual(second, first);
     assert.equal(await haprx.body('stable.test'), 'e1');
