@@ -79,7 +79,9 @@ describe('local mode: the spawn helper killed (real haproxy)', () => {
     process.kill(first, 'SIGKILL');
     await writeFile(join(haprx.manifests, 'more.yaml'), manifest.ingress('more', 'more.test', 'a'));
     await haprx.served('more.test', 'e1');
-    const second = await haprx.until('a new spawn helper', () => helperPid(haprx.pid!));
+    // The new host goes live on the fast path; the check that starts a new helper comes with the
+    // full render that confirms it, paced up to 10 s (confirmMaxWait) after it.
+    const second = await haprx.until('a new spawn helper', () => helperPid(haprx.pid!), 30_000);
     assert.notEqual(second, first);
     assert.ok(haprx.alive, 'haprx is still running');
   });
