@@ -162,9 +162,9 @@ function checkSections(orphans: Facts, blocks: readonly Block[], out: Validation
   const seen = new Map<string, Block>();
   for (const block of blocks) {
     if (!block.certain) continue;
-    const { type, name: named, header } = block.section;
+    const { type, header } = block.section;
     const name = header.args[0];
-    if (NAMED_SECTIONS.has(type) && !named) {
+    if (NAMED_SECTIONS.has(type) && !name) {
       out.push({ file: MAIN_FILE, line: header.line, message: `'${type}' section needs a name` });
       continue;
     }
@@ -273,7 +273,7 @@ export function checkStructure(rendered: RenderedFiles, memo?: StructureMemo): V
     // Word limits apply to header lines too.
     const header = tooManyWords(section.header);
     // A body that starts inside a .if block is read for this configuration alone.
-    const facts = depth === 0 ? (memo?.factsOf(section) ?? factsOf(section.lines, section.errors, section.firstLine, 0)) : factsOf(section.lines, section.errors, section.firstLine, depth);
+    const facts = depth === 0 && memo ? memo.factsOf(section) : factsOf(section.lines, section.errors, section.firstLine, depth);
     blocks.push({ section, certain: depth === 0, facts: header ? { ...facts, words: [{ at: section.header.line - section.firstLine, message: header }, ...facts.words] } : facts });
     depth = facts.depthAfter;
   }

@@ -2,6 +2,7 @@ import { hash } from 'node:crypto';
 import { CORE_SCHEMA, YAMLException, loadAll } from 'js-yaml';
 import type { WatchedResource } from '../config/controller-config.ts';
 import type { KubeObject } from '../k8s/resource.ts';
+import { textDigest } from '../text-digest.ts';
 import { type Verdict, fieldSelector, labelSelector } from '../k8s/selector.ts';
 import { runInTurns } from '../turns.ts';
 import type { Steps } from '../steps.ts';
@@ -91,7 +92,7 @@ function* manifestSteps(file: string, text: string, maxObjectBytes: number, know
       skipped.push({ line: lines(start), bytes, object, message: `${what} is ${mib(bytes)}, more than the ${mib(maxObjectBytes)} an object may be; skipped` });
       continue;
     }
-    const digest = hash('sha256', source, 'base64');
+    const digest = textDigest(source);
     const reused = reuse(digests.length, digest);
     if (reused !== undefined) {
       if (Array.isArray(reused)) objects.push(...(reused as readonly KubeObject[]));

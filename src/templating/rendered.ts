@@ -1,5 +1,5 @@
-import { flatText } from '../flat-text.ts';
 import { createHash } from 'node:crypto';
+import { flatText } from '../flat-text.ts';
 import type { MapDeclarations } from './map-entries.ts';
 
 /**
