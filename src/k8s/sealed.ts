@@ -1,4 +1,5 @@
 import { templateRealm } from '../templating/realm.ts';
+import { canonicalJson } from './canonical-json.ts';
 
 /**
  * Stored objects are sealed once, when they enter a store: a deep copy whose keys
@@ -21,14 +22,9 @@ export function seal<T>(value: T): T {
  * kept: `undefined` properties, functions; a cycle throws.
  */
 export function sealData<T>(value: T): T {
-  return templateRealm().sealText(JSON.stringify(value, sortedKeys)) as T;
-}
-
-function sortedKeys(_key: string, value: unknown): unknown {
-  if (value === null || typeof value !== 'object' || Array.isArray(value)) return value;
-  const sorted: Record<string, unknown> = {};
-  for (const k of Object.keys(value).sort()) Object.defineProperty(sorted, k, { value: (value as Record<string, unknown>)[k], enumerable: true, writable: true, configurable: true });
-  return sorted;
+  const text = canonicalJson(value);
+  if (text === undefined) throw new TypeError('a value without JSON text cannot be sealed as data');
+  return templateRealm().sealText(text) as T;
 }
 
 /** Whether a value came out of seal(): immutable, with sorted keys. */
