@@ -22,6 +22,9 @@ export interface ScanOptions {
   maxDepth?: number;
 }
 
+/** Entries of a folder looked at together: enough to fill the I/O threads, bounded for a huge folder. */
+const STAT_BATCH = 256;
+
 /**
  * Lists the files below `dir`, following symlinks (a Kubernetes ConfigMap mount is
  * links into a `..data` folder that is swapped as a whole), and skipping every name
@@ -42,22 +45,28 @@ export async function scanFolder(dir: string, options: ScanOptions): Promise<Fol
       if (err.code === 'ENOENT' || err.code === 'ENOTDIR') return [];
       throw new Error(`${rel || '.'}: ${err.message}`, { cause: err });
     });
-    for (const entry of entries) {
-      if (entry.name.startsWith('.')) continue;
-      const childAbs = join(abs, entry.name);
-      const childRel = rel ? `${rel}/${entry.name}` : entry.name;
-      // A vanished entry (deleted between readdir and stat) is simply not there.
-      const info = await stat(childAbs, { bigint: true }).catch(() => undefined);
-      if (!info) continue;
-      if (info.isDirectory()) await walk(childAbs, childRel, depth + 1);
-      else if (info.isFile() && options.accept(childRel)) {
-        files.set(childRel, {
-          path: childRel,
-          signature: `${info.dev}:${info.ino}:${info.size}:${info.mtimeNs}:${info.ctimeNs}`,
-          size: Number(info.size),
-          mtimeMs: Number(info.mtimeMs),
-        });
-      }
+    // Every entry of a folder is looked at together, so that a scan waits a few turns of
+    // the event loop, not one per file: a turn may hold a slice of other work.
+    const visible = entries.filter((entry) => !entry.name.startsWith('.'));
+    for (let i = 0; i < visible.length; i += STAT_BATCH) {
+      await Promise.all(
+        visible.slice(i, i + STAT_BATCH).map(async (entry) => {
+          const childAbs = join(abs, entry.name);
+          const childRel = rel ? `${rel}/${entry.name}` : entry.name;
+          // A vanished entry (deleted between readdir and stat) is simply not there.
+          const info = await stat(childAbs, { bigint: true }).catch(() => undefined);
+          if (!info) return;
+          if (info.isDirectory()) await walk(childAbs, childRel, depth + 1);
+          else if (info.isFile() && options.accept(childRel)) {
+            files.set(childRel, {
+              path: childRel,
+              signature: `${info.dev}:${info.ino}:${info.size}:${info.mtimeNs}:${info.ctimeNs}`,
+              size: Number(info.size),
+              mtimeMs: Number(info.mtimeMs),
+            });
+          }
+        }),
+      );
     }
   };
   try {

@@ -27,6 +27,29 @@ describe('scanFolder', async () => {
     assert.deepEqual([...scan.files.keys()].sort(), ['a.yaml', 'link.yaml', 'sub/deeper/b.yaml']);
   });
 
+  it('takes a few turns of the event loop for a folder of hundreds of files, not one per file', async () => {
+    // Each turn may hold a slice of other work (a render taken in, a plan), so a scan
+    // that waited a turn per file would keep a change waiting for as many slices.
+    const dir = join(root, 'many');
+    await mkdir(join(dir, 'sub'), { recursive: true });
+    for (let i = 0; i < 300; i++) await writeFile(join(dir, i % 3 === 0 ? 'sub' : '.', `f-${i}.yaml`), 'x');
+    // Other work: a slice of 2 ms each turn, so turns count the scan's waits, not the clock.
+    let turns = 0;
+    let scanning = true;
+    const count = () => {
+      if (!scanning) return;
+      turns++;
+      for (const until = performance.now() + 2; performance.now() < until; );
+      setImmediate(count);
+    };
+    setImmediate(count);
+    const scan = await scanFolder(dir, { accept: (p) => p.endsWith('.yaml') });
+    scanning = false;
+    assert.ok(scan.ok);
+    assert.equal(scan.files.size, 300);
+    assert.ok(turns <= 30, `${turns} turns of the event loop for 300 files`);
+  });
+
   it('fails for a folder that is missing or is a file', async () => {
     assert.equal((await scanFolder(join(root, 'none'), { accept: () => true })).ok, false);
     await writeFile(join(root, 'plain'), 'x');
