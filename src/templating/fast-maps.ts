@@ -23,7 +23,7 @@ import { renderObjectEntries } from './engine.ts';
 import { type FastPathInput, type FastPathSet, type FastPlan, planFastSteps, rehearseServerEdit, shareIndex } from './fast-path.ts';
 import { type Steps, runSteps } from '../steps.ts';
 import type { DeclaredObject, MapDeclarations } from './map-entries.ts';
-import { type RenderedConfig, readKey, sealMaps } from './rendered.ts';
+import { type RenderedConfig, readKey, sealMaps, shareDigest } from './rendered.ts';
 
 /** A set the map fast path reads: also its objects by store key. */
 export interface MapFastSet extends FastPathSet {
@@ -146,7 +146,10 @@ export function planMapEntries(base: RenderedConfig, changes: readonly ChangeRef
     if (refs.length === 1) for (const [k, v] of batch) ops.push({ kind: 'map-add', map: name, ref: refs[0]!, key: k, value: v });
   }
 
-  const config: RenderedConfig = { ...sealMaps(base, maps), mapEntries: withObjects(declarations, updated) };
+  const sealed = sealMaps(base, maps);
+  const config: RenderedConfig = { ...sealed, mapEntries: withObjects(declarations, updated) };
+  // The copy is the next plan's base: it takes the digest sealMaps found, which the next plan builds on.
+  shareDigest(sealed, config);
   shareParse(base, config);
   shareIndex(base, config);
   return { kind: 'runtime', config, ops, backends: [], lines: {}, entries: applied, ...(partial && { partial }) };

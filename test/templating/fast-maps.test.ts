@@ -7,7 +7,7 @@ import { planDeployment } from '../../src/haproxy/plan.ts';
 import type { KubeObject } from '../../src/k8s/resource.ts';
 import { renderTemplates } from '../../src/templating/engine.ts';
 import { type FastMapPlan, planFastPath } from '../../src/templating/fast-maps.ts';
-import { type RenderedConfig, sealRendered } from '../../src/templating/rendered.ts';
+import { type RenderedConfig, knowsDigest, sealRendered } from '../../src/templating/rendered.ts';
 import { shippedTemplates } from '../webhook/support.ts';
 import { mainThreadCluster, shopService as service, shopSlice as slice } from './support.ts';
 import { warmFastPath } from '../../src/templating/fast-maps.ts';
@@ -82,6 +82,8 @@ describe('map entries fast path (shipped templates)', () => {
       ]),
     );
     assert.deepEqual(both.ops.map((op) => op.kind), ['server-add', 'map-add']);
+    // Each plan's configuration is the base of the next: it carries its digest, so no plan hashes haproxy.cfg again.
+    for (const plan of [first, second, both]) assert.ok(knowsDigest(plan.config), 'the planned configuration knows its digest');
     assert.deepEqual(both.backends, ['be_shop_svc-0_80']);
     const after = c.full();
     assert.equal(both.config.main, after.main);
