@@ -108,7 +108,7 @@ export function* planMapSteps(name: string, before: string, after: string, confi
   if (refs.length > 1) return fail(`haproxy loads it as several maps (${refs.join(', ')})`);
   const target = { map: name, ref: refs[0]! };
 
-  const perEntry = entryOps(old, next, orderFree);
+  const perEntry = yield* entryOps(old, next, orderFree);
   if (perEntry) return { reasons: [], ops: perEntry.map((op) => ({ ...target, ...op })) };
   const empty = next.find((e) => e.value === '');
   if (empty) return fail(`line ${empty.line} (key "${empty.key}") has no value, which the runtime API cannot set`);
@@ -117,16 +117,22 @@ export function* planMapSteps(name: string, before: string, after: string, confi
 
 type EntryOp = { kind: 'map-add'; key: string; value: string } | { kind: 'map-set'; key: string; value: string } | { kind: 'map-del'; key: string };
 
-function entryOps(old: MapEntry[], next: MapEntry[], orderFree: boolean): EntryOp[] | undefined {
-  if (hasDuplicates(old) || hasDuplicates(next)) return undefined;
+/** Yields between its passes over the entries: at 20k entries each is some milliseconds. */
+function* entryOps(old: MapEntry[], next: MapEntry[], orderFree: boolean): Steps<EntryOp[] | undefined> {
+  if (hasDuplicates(old)) return undefined;
+  yield;
+  if (hasDuplicates(next)) return undefined;
+  yield;
   const oldValues = new Map(old.map((e) => [e.key, e.value]));
   const nextKeys = new Set(next.map((e) => e.key));
+  yield;
   if (!orderFree) {
     const keptOld = old.filter((e) => nextKeys.has(e.key)).map((e) => e.key);
     const keptNext = next.filter((e) => oldValues.has(e.key)).map((e) => e.key);
     if (keptOld.some((k, i) => k !== keptNext[i])) return undefined;
     const lastKept = next.findLastIndex((e) => oldValues.has(e.key));
     if (lastKept > 0 && next.slice(0, lastKept).some((e) => !oldValues.has(e.key))) return undefined;
+    yield;
   }
 
   const ops: EntryOp[] = [];

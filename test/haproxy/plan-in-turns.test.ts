@@ -44,6 +44,19 @@ describe('a deployment plan run in turns', () => {
     assert.ok(turns >= 12, `${turns} turns`);
   });
 
+  it('compares a large map file in parts: its entries read, checked for duplicates, indexed and compared apart', async () => {
+    const before = config(hosts(20_000));
+    const after = config(hosts(20_000, ['new.example be_web']));
+    const whole = planDeployment(before, after);
+    assert.deepEqual(whole.kind === 'runtime' && whole.ops.map((op) => op.kind), ['map-add']);
+    const counter = turnCounter();
+    const inTurns = await runInTurns(planDeploymentSteps(before, config(hosts(20_000, ['new.example be_web']))), 0);
+    const turns = counter.stop();
+    assert.deepEqual(inTurns, whole);
+    // The configurations and sections, each file read (2), then each pass over 20k entries apart (3 for a map in which order decides nothing).
+    assert.ok(turns >= 10, `${turns} turns`);
+  });
+
   it('takes no turn while the work fits its budget', async () => {
     const counter = turnCounter();
     const plan = await runInTurns(planDeploymentSteps(config(hosts(3)), config(hosts(3), '10.0.0.2')), 60_000);
