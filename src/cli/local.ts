@@ -10,6 +10,7 @@ import type { ResourceChange } from '../k8s/resource.ts';
 import { folderSource } from '../local/folder-source.ts';
 import type { Endpoint } from '../events.ts';
 import { compileWatches } from '../local/manifests.ts';
+import { ParseWorker } from '../local/parse-worker.ts';
 import { LocalTarget } from '../local/target.ts';
 import { startObservability } from '../observability/index.ts';
 import { createLogger } from '../observability/logger.ts';
@@ -137,7 +138,7 @@ OTEL_EXPORTER_OTLP_TRACES_ENDPOINT) is set, e.g. Jaeger's http://127.0.0.1:4318.
           changes: (watch) => {
             const compiled = compileWatches(watch);
             const source$: Observable<ResourceChange> = compiled.ok
-              ? folderSource({ dir: manifests, watches: compiled.watches })
+              ? folderSource({ dir: manifests, watches: compiled.watches, parser: new ParseWorker() })
               : of({ type: 'problem' as const, source: manifests, message: compiled.message });
             return source$.pipe(obs.trackResources());
           },

@@ -4,7 +4,8 @@ import { Observable } from 'rxjs';
 import type { KubeObject, ResourceChange } from '../k8s/resource.ts';
 import { objectKey, refOf } from '../k8s/resource.ts';
 import { FileVersions, type ScannedFile, folderHints, oneAtATime, scanFolder } from './folder-scan.ts';
-import { type CompiledWatch, MAX_OBJECT_BYTES, type ParsedDocuments, mib, parseManifestsInSlices } from './manifests.ts';
+import { type CompiledWatch, MAX_OBJECT_BYTES, type ParsedDocuments, type ParsedManifests, mib, parseManifestsInSlices } from './manifests.ts';
+import type { ManifestParser } from './parse-worker.ts';
 import { nextTurn } from '../turns.ts';
 
 export interface FolderSourceOptions {
@@ -20,6 +21,11 @@ export interface FolderSourceOptions {
   maxFileBytes?: number;
   /** A larger document is skipped (the object keeps its previous version). */
   maxObjectBytes?: number;
+  /**
+   * Parses large files read for the first time off the main thread (parse-worker.ts);
+   * without it, or when it fails, they are parsed here in slices. The source closes it.
+   */
+  parser?: ManifestParser;
 }
 
 const MANIFEST = /\.(ya?ml|json)$/i;
@@ -34,6 +40,11 @@ const SLICE_MS = 10;
  * busy core) passes the slice. Each costs the receivers a few microseconds.
  */
 const TURN_OBJECTS = 100;
+/** Files read and parsed ahead of the one being passed on, and how large they may be together. */
+const READ_AHEAD = 4;
+const READ_AHEAD_BYTES = 32 * 1024 * 1024;
+/** A file this large (in characters), read for the first time, is parsed in the parse thread. */
+const OFF_THREAD_CHARS = 64 * 1024;
 
 /** What one file contributed: set name → object key → object. */
 type Contribution = Map<string, Map<string, KubeObject>>;
@@ -50,7 +61,7 @@ type Contribution = Map<string, Map<string, KubeObject>>;
  * missing.
  */
 export function folderSource(options: FolderSourceOptions): Observable<ResourceChange> {
-  const { dir, watches, follow = true, settleMs = 20, rescanMs = 2_000, maxFileBytes = MAX_FILE_BYTES, maxObjectBytes = MAX_OBJECT_BYTES } = options;
+  const { dir, watches, follow = true, settleMs = 20, rescanMs = 2_000, maxFileBytes = MAX_FILE_BYTES, maxObjectBytes = MAX_OBJECT_BYTES, parser } = options;
   return new Observable<ResourceChange>((subscriber) => {
     const contributions = new Map<string, Contribution>();
     /** What each file's documents gave when it was last read: unchanged documents are not parsed again. */
@@ -108,7 +119,12 @@ export function folderSource(options: FolderSourceOptions): Observable<ResourceC
       else contributions.delete(file);
     };
 
-    const load = async (file: ScannedFile) => {
+    /**
+     * Reads and parses a file: what its objects now are, or undefined when there is
+     * nothing to pass on (too large, unreadable, unchanged, or it fails to parse: each
+     * reported). Never rejects: files are read ahead of the one being passed on.
+     */
+    const read = async (file: ScannedFile): Promise<ParsedManifests | undefined> => {
       if (file.size > maxFileBytes) {
         if (versions.record(file, `too large:${file.signature}`))
           emit({ type: 'problem', source: file.path, message: `the file is ${mib(file.size)}, more than the ${mib(maxFileBytes)} a manifest file may be; not read, its objects stay as they were` });
@@ -124,11 +140,23 @@ export function folderSource(options: FolderSourceOptions): Observable<ResourceC
         return;
       }
       if (!versions.record(file, text)) return;
-      const parsed = await parseManifestsInSlices(file.path, text, maxObjectBytes, SLICE_MS, documents.get(file.path));
+      const known = documents.get(file.path);
+      // A large file read for the first time (a start) is parsed in the parse thread; the
+      // main thread meanwhile passes on the files before it. One read before is parsed
+      // here, only its changed documents.
+      const parsed =
+        parser && known === undefined && text.length >= OFF_THREAD_CHARS
+          ? await parser.parse(file.path, text, maxObjectBytes).catch(() => parseManifestsInSlices(file.path, text, maxObjectBytes, SLICE_MS))
+          : await parseManifestsInSlices(file.path, text, maxObjectBytes, SLICE_MS, known);
       if (!parsed.ok) {
         emit({ type: 'problem', source: parsed.problem.file, ...(parsed.problem.line !== undefined && { line: parsed.problem.line }), message: parsed.problem.message });
         return;
       }
+      return parsed;
+    };
+
+    /** Passes on what a file's objects now are: the upserts and deletes from what it held before. */
+    const apply = async (file: ScannedFile, parsed: Extract<ParsedManifests, { ok: true }>) => {
       documents.set(file.path, parsed.documents);
       const previous = contributions.get(file.path);
       const next: Contribution = new Map();
@@ -183,7 +211,28 @@ export function folderSource(options: FolderSourceOptions): Observable<ResourceC
         documents.delete(path);
         await replace(path, new Map());
       }
-      for (const file of changed.sort((a, b) => a.path.localeCompare(b.path))) await load(file);
+      // In path order; while one file is passed on, the next few are read and parsed.
+      const ordered = changed.sort((a, b) => a.path.localeCompare(b.path));
+      const ahead = new Map<number, Promise<ParsedManifests | undefined>>();
+      let next = 0;
+      let aheadBytes = 0;
+      for (let i = 0; i < ordered.length; i++) {
+        while (next < ordered.length && (next === i || (next - i <= READ_AHEAD && aheadBytes + ordered[next]!.size <= READ_AHEAD_BYTES))) {
+          const file = ordered[next]!;
+          aheadBytes += file.size;
+          ahead.set(
+            next++,
+            read(file).catch((err: unknown) => {
+              emit({ type: 'problem', source: file.path, message: `cannot read: ${(err as Error).message}` });
+              return undefined;
+            }),
+          );
+        }
+        const parsed = await ahead.get(i)!;
+        ahead.delete(i);
+        aheadBytes -= ordered[i]!.size;
+        if (parsed?.ok) await apply(ordered[i]!, parsed);
+      }
     };
 
     const rescan = oneAtATime(() => scan().catch((err: unknown) => emit({ type: 'problem', source: dir, message: String(err) })));
@@ -204,6 +253,7 @@ export function folderSource(options: FolderSourceOptions): Observable<ResourceC
       closed = true;
       rescan.stop();
       void stopHints?.();
+      void parser?.close();
     };
   });
 }

@@ -7,6 +7,7 @@ import { type Observable, filter, firstValueFrom, take, toArray, timeout } from 
 import type { ResourceChange } from '../../src/k8s/resource.ts';
 import { folderSource } from '../../src/local/folder-source.ts';
 import { compileWatches } from '../../src/local/manifests.ts';
+import { type ManifestParser, ParseWorker } from '../../src/local/parse-worker.ts';
 import { until } from '../support/until.ts';
 
 const compiled = compileWatches([
@@ -311,5 +312,70 @@ describe('folderSource never loses an edit', async () => {
     assert.equal(s.problems.length, 1, s.problems.join(' | '));
     assert.match(s.problems[0]!, /^problem svc\.yaml: the file is 0\.0 MiB, more than the 0\.0 MiB a manifest file may be; not read/);
     assert.equal(s.now.get('web'), 1);
+  });
+
+  describe('with a parse thread', () => {
+    const many = (prefix: string, n: number, port = 80) => Array.from({ length: n }, (_, i) => service(`${prefix}-${i}`, port)).join('---\n');
+    /** A parser that records the files it is given, and may hold or fail some. */
+    function recordingParser(options: { hold?: (file: string) => number; fail?: boolean } = {}) {
+      const inner = new ParseWorker();
+      const files: string[] = [];
+      /** For each file, the files the parser had been given when it answered. */
+      const givenBy = new Map<string, number>();
+      const parser: ManifestParser = {
+        async parse(file, text, maxObjectBytes) {
+          files.push(file);
+          if (options.fail) throw new Error('the parse thread failed');
+          const parsed = await inner.parse(file, text, maxObjectBytes);
+          await new Promise((r) => setTimeout(r, options.hold?.(file) ?? 0));
+          givenBy.set(file, files.length);
+          return parsed;
+        },
+        close: () => inner.close(),
+      };
+      return { parser, files, givenBy };
+    }
+
+    it('parses a large file read for the first time in the thread, and a change to it here, document by document', async () => {
+      const dir = join(root, 'thread');
+      await mkdir(dir);
+      await writeFile(join(dir, 'big.yaml'), many('svc', 900));
+      await writeFile(join(dir, 'small.yaml'), service('web'));
+      const { parser, files } = recordingParser();
+      const s = ports(folderSource({ dir, watches, rescanMs: 0, parser }));
+      await s.until('the first load', () => s.now.size === 901);
+      assert.deepEqual(files, ['big.yaml'], 'the small file is parsed here');
+      await byRename(join(dir, 'big.yaml'), many('svc', 900).replace('name: svc-7, namespace: demo}\nspec: {ports: [{port: 80', 'name: svc-7, namespace: demo}\nspec: {ports: [{port: 81'));
+      await s.until('the change', () => s.now.get('svc-7') === 81);
+      assert.deepEqual(files, ['big.yaml'], 'a file read before is parsed here');
+      assert.deepEqual(s.problems, []);
+    });
+
+    it('passes files on in path order, whichever the thread finishes first', async () => {
+      const dir = join(root, 'thread-order');
+      await mkdir(dir);
+      for (const name of ['a', 'b', 'c']) await writeFile(join(dir, `${name}.yaml`), many(name, 900));
+      // The first file comes back last.
+      const { parser, files, givenBy } = recordingParser({ hold: (file) => (file === 'a.yaml' ? 300 : 0) });
+      const r = recorder(folderSource({ dir, watches, follow: false, parser }));
+      const changes = await r.next(2_702, 20_000);
+      r.subscription.unsubscribe();
+      assert.deepEqual(files, ['a.yaml', 'b.yaml', 'c.yaml']);
+      assert.equal(givenBy.get('a.yaml'), 3, 'the next files were read ahead while the first was parsed');
+      const firsts = ['a', 'b', 'c'].map((name) => changes.indexOf(`upsert services ${name}-0`));
+      assert.ok(firsts[0]! >= 0 && firsts[0]! < firsts[1]! && firsts[1]! < firsts[2]!, firsts.join(', '));
+      assert.deepEqual(changes.slice(-2), ['synced services', 'synced ingresses']);
+    });
+
+    it('parses here when the thread fails, and says nothing about it: the objects arrive all the same', async () => {
+      const dir = join(root, 'thread-fails');
+      await mkdir(dir);
+      await writeFile(join(dir, 'big.yaml'), many('svc', 900));
+      const { parser, files } = recordingParser({ fail: true });
+      const s = ports(folderSource({ dir, watches, rescanMs: 0, parser }));
+      await s.until('the first load', () => s.now.size === 900);
+      assert.deepEqual(files, ['big.yaml']);
+      assert.deepEqual(s.problems, []);
+    });
   });
 });
