@@ -48,14 +48,33 @@ export type FastMapPlan =
 const describe = (change: ChangeRef) => `${change.kind ?? change.resource} ${change.namespace ? `${change.namespace}/` : ''}${change.name ?? ''}`.trim();
 
 /** Declared objects by `set\u0001key`, per declarations. */
-const byObject = new WeakMap<MapDeclarations, Map<string, DeclaredObject>>();
-function objectsOf(declarations: MapDeclarations): Map<string, DeclaredObject> {
+interface ObjectIndex {
+  get(key: string): DeclaredObject | undefined;
+  /** How many layers of a plan's records lie over a full render's index. */
+  readonly layers: number;
+}
+const byObject = new WeakMap<MapDeclarations, ObjectIndex>();
+function objectsOf(declarations: MapDeclarations): ObjectIndex {
   let index = byObject.get(declarations);
   if (!index) {
-    index = new Map(declarations.objects.map((o) => [`${o.set}\u0001${o.key}`, o]));
+    const flat = new Map(declarations.objects.map((o) => [`${o.set}\u0001${o.key}`, o]));
+    index = { get: (key) => flat.get(key), layers: 0 };
     byObject.set(declarations, index);
   }
   return index;
+}
+
+/** A plan's records lie over its base's index, a few layers at most, rather than copying 10k of them per plan. */
+const MAX_LAYERS = 16;
+
+/** The reference lookups of each map in a configuration's haproxy.cfg, found once per text. */
+const mapRefs = new WeakMap<RenderedConfig, Map<string, ReturnType<typeof mapReferencesInText>>>();
+function referencesOf(config: RenderedConfig, name: string): ReturnType<typeof mapReferencesInText> {
+  let byName = mapRefs.get(config);
+  if (!byName) mapRefs.set(config, (byName = new Map()));
+  let refs = byName.get(name);
+  if (!refs) byName.set(name, (refs = mapReferencesInText(config.main, name)));
+  return refs;
 }
 
 /** Lookups made outside the server lines, per list of them. */
@@ -137,7 +156,7 @@ export function planMapEntries(base: RenderedConfig, changes: readonly ChangeRef
   const maps: Record<string, string> = { ...base.maps };
   for (const [name, batch] of added) {
     if (batch.size === 0) continue;
-    const { refs, other } = mapReferencesInText(base.main, name);
+    const { refs, other } = referencesOf(base, name);
     if (other.length > 0 || refs.length > 1) return { kind: 'unsupported', reason: `map ${name} is loaded other than once as a map` };
     const text = maps[name]!;
     const lines = [...batch].map(([k, v]) => `${k} ${v}\n`).join('');
@@ -148,8 +167,10 @@ export function planMapEntries(base: RenderedConfig, changes: readonly ChangeRef
 
   const sealed = sealMaps(base, maps);
   const config: RenderedConfig = { ...sealed, mapEntries: withObjects(declarations, updated) };
-  // The copy is the next plan's base: it takes the digest sealMaps found, which the next plan builds on.
+  // The copy is the next plan's base: it takes the digest sealMaps found, and the map references of the same haproxy.cfg.
   shareDigest(sealed, config);
+  const refs = mapRefs.get(base);
+  if (refs) mapRefs.set(config, refs);
   shareParse(base, config);
   shareIndex(base, config);
   return { kind: 'runtime', config, ops, backends: [], lines: {}, entries: applied, ...(partial && { partial }) };
@@ -157,10 +178,12 @@ export function planMapEntries(base: RenderedConfig, changes: readonly ChangeRef
 
 /** The declarations with these objects' new records. */
 function withObjects(declarations: MapDeclarations, updated: readonly DeclaredObject[]): MapDeclarations {
-  const index = new Map(objectsOf(declarations));
-  for (const o of updated) index.set(`${o.set}\u0001${o.key}`, o);
-  const next: MapDeclarations = { sets: declarations.sets, objects: [...index.values()] };
-  byObject.set(next, index);
+  // Records listed twice: the later one is the object's (as the index says); a full render lists each once again.
+  const next: MapDeclarations = { sets: declarations.sets, objects: declarations.objects.concat(updated) };
+  const under = objectsOf(declarations);
+  if (under.layers >= MAX_LAYERS) return next;
+  const over = new Map(updated.map((o) => [`${o.set}\u0001${o.key}`, o]));
+  byObject.set(next, { get: (key) => over.get(key) ?? under.get(key), layers: under.layers + 1 });
   return next;
 }
 
