@@ -171,6 +171,18 @@ describe('map entries fast path (shipped templates)', () => {
     assert.deepEqual(c.fast(base, [moved]), { kind: 'unsupported', reason: 'Ingress shop/ing-2 changes or drops its prefix.map entry app-2.example.com/' });
   });
 
+  it('knows what each Ingress it added had, however many plans build on one another', () => {
+    const c = cluster(loaded);
+    let base = c.full();
+    for (let i = 0; i < 40; i++) base = runtime(c.fast(base, [c.apply({ type: 'upsert', resource: 'ingresses', object: ingress(`new-${i}`, `new-${i}.example.com`, [path('/', 'svc-1')]) })])).config;
+    for (const i of [0, 17, 39]) {
+      const moved = c.apply({ type: 'upsert', resource: 'ingresses', object: ingress(`new-${i}`, `new-${i}.example.com`, [path('/', 'svc-2')]) });
+      assert.deepEqual(c.fast(base, [moved]), { kind: 'unsupported', reason: `Ingress shop/new-${i} changes or drops its prefix.map entry new-${i}.example.com/` });
+    }
+    const more = runtime(c.fast(base, [c.apply({ type: 'upsert', resource: 'ingresses', object: ingress('new-3', 'new-3.example.com', [path('/', 'svc-1'), path('/v2', 'svc-0')]) })]));
+    assert.deepEqual(more.entries.map((e) => `${e.map} ${e.key}`), ['exact.map new-3.example.com/v2', 'prefix.map new-3.example.com/v2/']);
+  });
+
   it('warms up on a new base by planning a change of one unchanged object of each kind it takes, which changes nothing, and by rehearsing a server line edit', () => {
     const c = cluster(loaded);
     const base = c.full();
