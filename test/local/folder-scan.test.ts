@@ -47,7 +47,7 @@ describe('scanFolder', async () => {
     scanning = false;
     assert.ok(scan.ok);
     assert.equal(scan.files.size, 300);
-    assert.ok(turns <= 30, `${turns} turns of the event loop for 300 files`);
+    assert.ok(turns <= 60, `${turns} turns of the event loop for 300 files`);
   });
 
   it('fails for a folder that is missing or is a file', async () => {
