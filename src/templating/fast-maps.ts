@@ -17,7 +17,7 @@
 import type { ChangeRef } from '../events.ts';
 import { type RuntimeOp, shareParse } from '../haproxy/plan.ts';
 import { mapEntry } from '../haproxy/map-file.ts';
-import { mapReferencesInText } from '../haproxy/plan-maps.ts';
+import { type MapReferences, mapReferencesInText } from '../haproxy/plan-maps.ts';
 import { type KubeObject, objectKey } from '../k8s/resource.ts';
 import { renderObjectEntries } from './engine.ts';
 import { type FastPathInput, type FastPathSet, type FastPlan, planFastSteps, rehearseServerEdit, shareIndex } from './fast-path.ts';
@@ -68,8 +68,8 @@ function objectsOf(declarations: MapDeclarations): ObjectIndex {
 const MAX_LAYERS = 16;
 
 /** The reference lookups of each map in a configuration's haproxy.cfg, found once per text. */
-const mapRefs = new WeakMap<RenderedConfig, Map<string, ReturnType<typeof mapReferencesInText>>>();
-function referencesOf(config: RenderedConfig, name: string): ReturnType<typeof mapReferencesInText> {
+const mapRefs = new WeakMap<RenderedConfig, Map<string, MapReferences>>();
+function referencesOf(config: RenderedConfig, name: string): MapReferences {
   let byName = mapRefs.get(config);
   if (!byName) mapRefs.set(config, (byName = new Map()));
   let refs = byName.get(name);
