@@ -48,9 +48,13 @@ export const MAX_OBJECT_BYTES = 1.5 * 1024 * 1024;
  * are flattened. A document above `maxObjectBytes` is skipped and described; any other
  * bad document fails the whole file, so that a half-read file never replaces what the
  * file held before.
+ *
+ * `readBack: false` keeps each object as the parser made it instead of reading it back
+ * from its JSON: for a caller that sends the objects on as JSON text (parse-wire.ts),
+ * where the receiver's own JSON.parse makes them compact.
  */
-export function parseManifests(file: string, text: string, maxObjectBytes = MAX_OBJECT_BYTES, known?: ParsedDocuments): ParsedManifests {
-  const steps = manifestSteps(file, text, maxObjectBytes, known);
+export function parseManifests(file: string, text: string, maxObjectBytes = MAX_OBJECT_BYTES, known?: ParsedDocuments, options: { readBack?: boolean } = {}): ParsedManifests {
+  const steps = manifestSteps(file, text, maxObjectBytes, known, options.readBack ?? true);
   for (;;) {
     const step = steps.next();
     if (step.done) return step.value;
@@ -75,7 +79,7 @@ const MAX_ALIASES = 100;
  * thousand objects of which one changed is parsed for that one (parsing is what reading
  * a file costs, and its garbage what the collector then spends on).
  */
-function* manifestSteps(file: string, text: string, maxObjectBytes: number, known?: ParsedDocuments): Steps<ParsedManifests> {
+function* manifestSteps(file: string, text: string, maxObjectBytes: number, known: ParsedDocuments | undefined, readBack = true): Steps<ParsedManifests> {
   const objects: KubeObject[] = [];
   const skipped: SkippedDocument[] = [];
   const digests: string[] = [];
@@ -114,7 +118,7 @@ function* manifestSteps(file: string, text: string, maxObjectBytes: number, know
         const json = JSON.stringify(item);
         // Read back from its JSON, an object is compact, with short strings shared, and
         // holds no slice of the file's text (which would keep the whole file alive).
-        const object = (parsed.json ? item : JSON.parse(json)) as KubeObject;
+        const object = (parsed.json || !readBack ? item : JSON.parse(json)) as KubeObject;
         // A content hash stands in for the resourceVersion, so re-reading an unchanged
         // file changes nothing downstream.
         object.metadata.resourceVersion ??= hash('sha256', json).slice(0, 16);

@@ -4,7 +4,8 @@
  * thread, which meanwhile passes on the files already parsed.
  */
 import { parentPort } from 'node:worker_threads';
-import { type ParsedManifests, parseManifests } from './manifests.ts';
+import { parseManifests } from './manifests.ts';
+import { type ParseWire, toWire } from './parse-wire.ts';
 
 export interface ParseRequest {
   id: number;
@@ -15,9 +16,11 @@ export interface ParseRequest {
 
 export interface ParseReply {
   id: number;
-  parsed: ParsedManifests;
+  parsed: ParseWire;
 }
 
 parentPort!.on('message', (request: ParseRequest) => {
-  parentPort!.postMessage({ id: request.id, parsed: parseManifests(request.file, request.text, request.maxObjectBytes) } satisfies ParseReply);
+  // Not read back from JSON here: the objects leave as JSON text, and the main thread reads them (parse-wire.ts).
+  const parsed = parseManifests(request.file, request.text, request.maxObjectBytes, undefined, { readBack: false });
+  parentPort!.postMessage({ id: request.id, parsed: toWire(parsed) } satisfies ParseReply);
 });

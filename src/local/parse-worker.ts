@@ -1,6 +1,7 @@
 import { Worker } from 'node:worker_threads';
 import type { ParsedManifests } from './manifests.ts';
 import type { ParseReply, ParseRequest } from './parse-thread.ts';
+import { fromWire } from './parse-wire.ts';
 
 /** What parses a whole manifest file away from the main thread (folder-source.ts falls back to parsing in slices when it fails). */
 export interface ManifestParser {
@@ -65,7 +66,12 @@ export class ParseWorker implements ManifestParser {
     worker.on('message', (reply: ParseReply) => {
       const waiting = this.pending.get(reply.id);
       this.pending.delete(reply.id);
-      waiting?.resolve(reply.parsed);
+      try {
+        waiting?.resolve(fromWire(reply.parsed));
+      } catch (err) {
+        // A reply that cannot be read fails its file, which is then parsed here (folder-source.ts).
+        waiting?.reject(new Error(`the parse thread's reply could not be read: ${(err as Error).message}`));
+      }
       if (this.pending.size === 0 && this.worker === worker) this.idleLater(worker);
     });
     worker.on('error', (err) => this.stopped(worker, `the parse thread failed: ${err.message}`));
