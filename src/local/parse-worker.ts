@@ -29,9 +29,12 @@ export class ParseWorker implements ManifestParser {
   private idle: NodeJS.Timeout | undefined;
   private closed = false;
   private readonly idleMs: number;
+  private readonly thread: URL;
 
-  constructor(options: { idleMs?: number } = {}) {
+  /** `thread`: the module the thread runs, parse-thread.ts unless a test gives another. */
+  constructor(options: { idleMs?: number; thread?: URL } = {}) {
     this.idleMs = options.idleMs ?? IDLE_MS;
+    this.thread = options.thread ?? THREAD;
   }
 
   /** Whether a thread is running now. */
@@ -60,7 +63,7 @@ export class ParseWorker implements ManifestParser {
   }
 
   private start(): Worker {
-    const worker = new Worker(THREAD, { resourceLimits: { maxYoungGenerationSizeMb: YOUNG_GENERATION_MB } });
+    const worker = new Worker(this.thread, { resourceLimits: { maxYoungGenerationSizeMb: YOUNG_GENERATION_MB } });
     // Parsing files is no reason to keep the process alive.
     worker.unref();
     worker.on('message', (reply: ParseReply) => {

@@ -52,6 +52,17 @@ describe('ParseWorker', () => {
     }
   });
 
+  it('fails a file whose reply cannot be read, and goes on with the next', { timeout: 10_000 }, async () => {
+    const parser = new ParseWorker({ thread: new URL('../support/garbled-parse-thread.ts', import.meta.url) });
+    try {
+      await assert.rejects(parser.parse('a.yaml', file(2), 1_000_000), /the parse thread's reply could not be read/);
+      await assert.rejects(parser.parse('b.yaml', file(3), 1_000_000), /the parse thread's reply could not be read/);
+      assert.equal(parser.running, true);
+    } finally {
+      await parser.close();
+    }
+  });
+
   it('fails the files it holds when it is closed, and every file after', async () => {
     const parser = new ParseWorker();
     const held = assert.rejects(parser.parse('big.yaml', file(5_000), 1_000_000), /closed/);
