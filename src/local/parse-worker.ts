@@ -1,7 +1,8 @@
 import { Worker } from 'node:worker_threads';
 import type { ParsedManifests } from './manifests.ts';
 import type { ParseReply, ParseRequest } from './parse-thread.ts';
-import { fromWire } from './parse-wire.ts';
+import { fromWireSteps } from './parse-wire.ts';
+import { runInTurns } from '../turns.ts';
 
 /** What parses a whole manifest file away from the main thread (folder-source.ts falls back to parsing in slices when it fails). */
 export interface ManifestParser {
@@ -69,12 +70,13 @@ export class ParseWorker implements ManifestParser {
     worker.on('message', (reply: ParseReply) => {
       const waiting = this.pending.get(reply.id);
       this.pending.delete(reply.id);
-      try {
-        waiting?.resolve(fromWire(reply.parsed));
-      } catch (err) {
-        // A reply that cannot be read fails its file, which is then parsed here (folder-source.ts).
-        waiting?.reject(new Error(`the parse thread's reply could not be read: ${(err as Error).message}`));
-      }
+      // Read document by document with turns of the event loop between: one file of thirty
+      // thousand objects is some 150 ms of JSON.parse. A reply that cannot be read fails its
+      // file, which is then parsed on this thread (folder-source.ts).
+      runInTurns(fromWireSteps(reply.parsed)).then(
+        (parsed) => waiting?.resolve(parsed),
+        (err: unknown) => waiting?.reject(new Error(`the parse thread's reply could not be read: ${(err as Error).message}`)),
+      );
       if (this.pending.size === 0 && this.worker === worker) this.idleLater(worker);
     });
     worker.on('error', (err) => this.stopped(worker, `the parse thread failed: ${err.message}`));

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { parseManifests } from '../../src/local/manifests.ts';
-import { fromWire, toWire } from '../../src/local/parse-wire.ts';
+import { fromWire, fromWireSteps, toWire } from '../../src/local/parse-wire.ts';
 
 // A file with what a parse can give: single objects, a List of two, an empty document,
 // a JSON document, a value JSON cannot hold (.nan), and a document too large to keep.
@@ -15,10 +15,11 @@ const text = [
 ].join('---\n');
 
 describe('parse wire', () => {
-  it('carries a parsed file as JSON text and gives back what parsing on this thread gives', () => {
+  it('carries a parsed file as JSON text, one per document, and gives back what parsing on this thread gives', () => {
     const wire = toWire(parseManifests('a.yaml', text, 1_000, undefined, { readBack: false }));
     assert.ok(wire.ok);
-    assert.equal(typeof wire.gave, 'string');
+    assert.equal(wire.gave.length, 5);
+    assert.ok(wire.gave.every((given) => typeof given === 'string'));
     const parsed = fromWire(wire);
     assert.deepEqual(parsed, parseManifests('a.yaml', text, 1_000));
     assert.ok(parsed.ok);
@@ -44,6 +45,18 @@ describe('parse wire', () => {
     assert.notEqual(again.objects[0], parsed.objects[0]);
     assert.equal(again.objects[1], parsed.objects[1]);
     assert.equal(again.objects[4], parsed.objects[4]);
+  });
+
+  it('reads a document at a time, yielding after each, so a large file is read in turns', () => {
+    const wire = toWire(parseManifests('a.yaml', text, 1_000, undefined, { readBack: false }));
+    const steps = fromWireSteps(wire);
+    let yields = 0;
+    for (let step = steps.next(); !step.done; step = steps.next()) yields++;
+    assert.equal(yields, 5);
+  });
+
+  it('refuses a document whose text is not JSON', () => {
+    assert.throws(() => fromWire({ ok: true, gave: ['{"kind":"Serv'], digests: ['x'], skipped: [] }), SyntaxError);
   });
 
   it('passes a file that failed as it is', () => {

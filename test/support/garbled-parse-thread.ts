@@ -5,5 +5,5 @@
 import { parentPort } from 'node:worker_threads';
 
 parentPort!.on('message', (request: { id: number }) => {
-  parentPort!.postMessage({ id: request.id, parsed: { ok: true, gave: '[{"apiVersion":"v1","kind":"Serv', digests: ['x'], skipped: [] } });
+  parentPort!.postMessage({ id: request.id, parsed: { ok: true, gave: ['{"apiVersion":"v1","kind":"Serv'], digests: ['x'], skipped: [] } });
 });
