@@ -1,5 +1,5 @@
 import type { KubeObject } from '../k8s/resource.ts';
-import { type Steps, runSteps } from '../steps.ts';
+import type { Steps } from '../steps.ts';
 import type { ManifestProblem, ParsedManifests, SkippedDocument } from './manifests.ts';
 
 /**
@@ -35,9 +35,4 @@ export function* fromWireSteps(wire: ParseWire): Steps<ParsedManifests> {
     yield;
   }
   return { ok: true, objects, skipped: wire.skipped, documents: { digests: wire.digests, gave } };
-}
-
-/** fromWireSteps at once. */
-export function fromWire(wire: ParseWire): ParsedManifests {
-  return runSteps(fromWireSteps(wire));
 }

@@ -1,7 +1,10 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { parseManifests } from '../../src/local/manifests.ts';
-import { fromWire, fromWireSteps, toWire } from '../../src/local/parse-wire.ts';
+import { type ParseWire, fromWireSteps, toWire } from '../../src/local/parse-wire.ts';
+import { runSteps } from '../../src/steps.ts';
+
+const fromWire = (wire: ParseWire) => runSteps(fromWireSteps(wire));
 
 // A file with what a parse can give: single objects, a List of two, an empty document,
 // a JSON document, a value JSON cannot hold (.nan), and a document too large to keep.
