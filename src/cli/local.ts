@@ -146,7 +146,8 @@ OTEL_EXPORTER_OTLP_TRACES_ENDPOINT) is set, e.g. Jaeger's http://127.0.0.1:4318.
             distinctUntilChanged(),
             map((up) => (up ? [endpoint] : [])),
           ),
-          validator,
+          // The first configuration is checked by starting haproxy on it: no haproxy -c before.
+          validator: { validate: (config, signal) => validator.validate(config, signal, { start: (c) => target.checkByStarting(c) }) },
           deployTo: (_endpoint, deployment) => from(target.deploy(deployment.config, deployment.fast)),
           values: sets.values,
           scrub: obs.scrub,

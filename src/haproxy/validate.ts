@@ -1,7 +1,8 @@
 /**
  * Two-phase validation of a render: the structure checks of phase one, then
  * `haproxy -c` on a private copy of every file. A configuration reaches an
- * instance only after both passed.
+ * instance only after both passed. The one exception is a local haproxy's first
+ * start, where the start is the check (`ValidateOptions.start`).
  *
  * Facts about `haproxy -c` (2.6) this relies on:
  * - `-q` would silence the alerts as well, so it is not passed; the useful
@@ -65,6 +66,18 @@ export interface ValidatorOptions {
   env?: NodeJS.ProcessEnv;
   /** Who starts haproxy; this process when absent. A long-running controller passes its spawn helper. */
   runner?: ChildRunner;
+}
+
+export interface ValidateOptions {
+  /**
+   * Checks by starting haproxy on the render, where that is as good as haproxy -c: a
+   * local haproxy that has never run has no configuration a bad render could replace,
+   * and reads the render as the check would (and at 10k backends the check alone takes
+   * over half a second). Answers what haproxy printed when it started on the render;
+   * nothing when it did not start or was not asked to, and haproxy -c then decides, so
+   * a refusal is reported as the check reports it.
+   */
+  start?: (rendered: RenderedConfig) => Promise<{ output: string } | undefined>;
 }
 
 export interface HaproxyCheckOptions {
@@ -212,15 +225,20 @@ async function spawnCheck(dir: string, files: RenderedFiles, options: HaproxyChe
   try {
     // Messages name files relative to the check directory; never leak its path.
     const sanitize = (text: string) => text.split(`${dir}/`).join('');
-    const paths = [MAIN_FILE];
-    for (const kind of AUX_KINDS) for (const name of Object.keys(files[kind])) paths.push(auxPath(kind, name));
-    const parsed = parseHaproxyOutput(sanitize(outcome.stderr), sanitize(outcome.stdout), paths);
+    const parsed = parseHaproxyOutput(sanitize(outcome.stderr), sanitize(outcome.stdout), renderedPaths(files));
     const errors = [...parsed.errors, ...parsed.other.map((message) => ({ file: MAIN_FILE, message }))];
     if (outcome.kind === 'exited') return { kind: 'exited', code: outcome.code, errors, warnings: parsed.warnings };
     return { kind: 'signaled', signal: outcome.signal, errors, warnings: parsed.warnings };
   } catch (e) {
     return { kind: 'spawn', message: `could not read the output of ${options.haproxyBin}: ${errorMessage(e)}` };
   }
+}
+
+/** The paths of a render's files, as haproxy names them from its working directory. */
+function renderedPaths(files: RenderedFiles): string[] {
+  const paths = [MAIN_FILE];
+  for (const kind of AUX_KINDS) for (const name of Object.keys(files[kind])) paths.push(auxPath(kind, name));
+  return paths;
 }
 
 /** FIFO mutual exclusion; a waiter whose signal fires leaves the queue without ever holding it. */
@@ -306,7 +324,7 @@ export class Validator {
     this.runner = options.runner;
   }
 
-  async validate(rendered: RenderedConfig, signal?: AbortSignal): Promise<ValidationResult> {
+  async validate(rendered: RenderedConfig, signal?: AbortSignal, options: ValidateOptions = {}): Promise<ValidationResult> {
     const started = performance.now();
     // Copies, so that no caller can alter a remembered verdict.
     const finish = (verdict: Verdict, cached: boolean, certificates = false): ValidationResult => {
@@ -333,6 +351,16 @@ export class Validator {
       // An identical render may have been checked while this one waited.
       const late = this.lookup(rendered.hash);
       if (late) return finish(late, true);
+      // A policy that refuses warnings must see them before anything runs the render.
+      const started = options.start && !this.failOnWarnings ? await options.start(rendered) : undefined;
+      if (started) {
+        // What a start prints besides its ALERT and WARNING lines is no verdict on the render.
+        const { errors, warnings } = parseHaproxyOutput(started.output, '', renderedPaths(rendered));
+        const verdict = this.judge({ kind: 'exited', code: 0, errors, warnings });
+        this.remember(rendered.hash, verdict);
+        if (verdict.ok) this.passed = { files: rendered, warnings: verdict.warnings };
+        return finish(verdict, false);
+      }
       const check = (files: RenderedFiles, timeoutMs: number) => runHaproxyCheck(files, { haproxyBin: this.haproxyBin, timeoutMs, tmpDir: this.tmpDir, env: this.env, signal, runner: this.runner });
       const small = this.passed && certificateCheck(this.passed.files, rendered, () => configOf(rendered));
       if (small) {

@@ -60,11 +60,24 @@ export class HaproxyProcess {
     return this.child !== undefined && this.child.exitCode === null && this.child.signalCode === null;
   }
 
+  /** Lines printed during a start that asked for them (`start`'s `output`). */
+  private collecting: string[] | undefined;
+
   /**
    * Starts haproxy and waits until its first worker runs. `whileStarting` runs once
    * haproxy has been spawned: work that can go on while haproxy reads its configuration.
+   * `output` receives every line haproxy prints until it runs (or fails to start).
    */
-  async start(whileStarting?: () => void): Promise<void> {
+  async start(whileStarting?: () => void, output?: string[]): Promise<void> {
+    this.collecting = output;
+    try {
+      await this.spawnMaster(whileStarting);
+    } finally {
+      this.collecting = undefined;
+    }
+  }
+
+  private async spawnMaster(whileStarting?: () => void): Promise<void> {
     this.closeSession();
     // A haproxy left behind by a previous run that was killed would hold the ports.
     await stopLeftHaproxy(this.options.stateDir);
@@ -192,6 +205,7 @@ export class HaproxyProcess {
 
   private record(line: string): void {
     this.output.push(line);
+    this.collecting?.push(line);
     this.outputSeq++;
     if (this.output.length > KEEP_LINES) this.output.shift();
     this.options.onOutput?.(line);

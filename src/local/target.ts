@@ -63,6 +63,8 @@ export class LocalTarget {
   /** Set while haproxy is down after stopping on its own: since when, and why. */
   private down: { since: number; cause: string } | undefined;
   private restartTimer: NodeJS.Timeout | undefined;
+  /** The start a check made, until the deployment of its configuration reports it. */
+  private startedByCheck: { hash: string; outcome: InstanceOutcome } | undefined;
   private restartAttempt = 0;
   private startedAt = 0;
   private stopped = false;
@@ -89,6 +91,26 @@ export class LocalTarget {
     return result.catch((err: unknown) => ({ ok: false, reloaded: false, runtimeOps: 0, error: (err as Error).message }));
   }
 
+  /**
+   * Starts haproxy on a configuration as its check (the Validator's `start`): only while
+   * haproxy has never run here, so that no configuration is serving that this one could
+   * replace. Answers what haproxy printed when it started; nothing when it did not start
+   * (haproxy -c then gives the verdict) or when haproxy has run here before. The
+   * deployment of the same configuration that follows reports that start as its own.
+   */
+  checkByStarting(config: RenderedConfig): Promise<{ output: string } | undefined> {
+    const result = this.queue.then(async () => {
+      if (this.running !== undefined || this.haproxy.running || this.stopped) return undefined;
+      const output: string[] = [];
+      const outcome = await this.start(config, output);
+      if (!outcome.ok) return undefined;
+      this.startedByCheck = { hash: config.hash, outcome };
+      return { output: output.join('\n') };
+    });
+    this.queue = result.catch(() => undefined);
+    return result.catch(() => undefined);
+  }
+
   async stop(): Promise<void> {
     this.stopped = true;
     if (this.restartTimer) clearTimeout(this.restartTimer);
@@ -103,7 +125,11 @@ export class LocalTarget {
   }
 
   private async apply(config: RenderedConfig): Promise<InstanceOutcome> {
+    const started = this.startedByCheck;
+    this.startedByCheck = undefined;
     if (!this.haproxy.running) return this.start(config);
+    // Its check started haproxy on it, and nothing came between: that start was this deployment.
+    if (started?.hash === config.hash && this.running?.hash === config.hash) return started.outcome;
     // The plan (tens of ms for a new configuration at 10k backends, over 100 when its maps
     // are read) starts on a turn of its own, not in one stretch with what led here in the
     // same turn, and runs in slices: /healthz is answered in between.
@@ -160,7 +186,7 @@ export class LocalTarget {
     return { ok: true, reloaded: false, runtimeOps: plan.ops.length };
   }
 
-  private async start(config: RenderedConfig): Promise<InstanceOutcome> {
+  private async start(config: RenderedConfig, output?: string[]): Promise<InstanceOutcome> {
     await mkdir(this.options.stateDir, { recursive: true, mode: 0o700 });
     await writeStateFiles(this.options.stateDir, config);
     this.step('start', this.options.stateDir);
@@ -175,7 +201,7 @@ export class LocalTarget {
         } catch {
           // Planned again after the start, where a failure counts.
         }
-      });
+      }, output);
     } catch (err) {
       // The state directory goes on holding the last configuration haproxy took, for the next restart.
       if (this.running && this.running !== config) await writeStateFiles(this.options.stateDir, this.running, config);
