@@ -27,6 +27,8 @@ export interface HaproxyProcessOptions {
 export type ReloadResult = { ok: true } | { ok: false; message: string };
 
 const KEEP_LINES = 200;
+/** The most of its output a start hands to the caller that asked for it. */
+const COLLECT_LIMIT = 4 * 1024 * 1024;
 
 /**
  * One haproxy in master-worker mode, driven through its master CLI: runtime
@@ -60,16 +62,18 @@ export class HaproxyProcess {
     return this.child !== undefined && this.child.exitCode === null && this.child.signalCode === null;
   }
 
-  /** Lines printed during a start that asked for them (`start`'s `output`). */
-  private collecting: string[] | undefined;
+  /** Lines printed during a start that asked for them (`start`'s `output`), and their size so far. */
+  private collecting: { lines: string[]; bytes: number } | undefined;
 
   /**
    * Starts haproxy and waits until its first worker runs. `whileStarting` runs once
    * haproxy has been spawned: work that can go on while haproxy reads its configuration.
-   * `output` receives every line haproxy prints until it runs (or fails to start).
+   * `output` receives the lines haproxy prints until it runs (or fails to start), up to
+   * 4 MiB of them, as much as a check's output is read (a configuration can make haproxy
+   * warn about each of 10k backends).
    */
   async start(whileStarting?: () => void, output?: string[]): Promise<void> {
-    this.collecting = output;
+    this.collecting = output && { lines: output, bytes: 0 };
     try {
       await this.spawnMaster(whileStarting);
     } finally {
@@ -205,7 +209,10 @@ export class HaproxyProcess {
 
   private record(line: string): void {
     this.output.push(line);
-    this.collecting?.push(line);
+    if (this.collecting && this.collecting.bytes + line.length < COLLECT_LIMIT) {
+      this.collecting.lines.push(line);
+      this.collecting.bytes += line.length + 1;
+    }
     this.outputSeq++;
     if (this.output.length > KEEP_LINES) this.output.shift();
     this.options.onOutput?.(line);

@@ -110,6 +110,25 @@ describe('HaproxyProcess (real haproxy, master-worker)', () => {
   });
 });
 
+describe('HaproxyProcess collecting what a start printed (real haproxy)', () => {
+  it('hands over the lines of a start, and no more than 4 MiB of them however much haproxy prints', async () => {
+    const dir = await mkdtemp(join(tmpdir(), 'haprx-proc-output-'));
+    after(() => rm(dir, { recursive: true, force: true }));
+    // 30k backends with long names, each with a keyword haproxy ignores in a backend: a WARNING of some 200 bytes for
+    // each (6 MiB); the unknown keyword at the end makes haproxy refuse the file once it has read it all.
+    const long = 'x'.repeat(80);
+    const backends = Array.from({ length: 30_000 }, (_, i) => `backend be_${i}_${long}\n  option httplog`).join('\n');
+    await writeFile(join(dir, 'haproxy.cfg'), `defaults\n  mode http\n${backends}\nbackend last\n  unknown-keyword\n`);
+    const p = new HaproxyProcess({ bin: 'haproxy', stateDir: dir });
+    const output: string[] = [];
+    await assert.rejects(p.start(undefined, output), /haproxy did not start/);
+    const bytes = output.reduce((n, line) => n + line.length + 1, 0);
+    assert.ok(output.filter((l) => l.includes('option httplog')).length > 10_000, `${output.length} lines collected`);
+    assert.ok(bytes <= 4 * 1024 * 1024, `${bytes} bytes collected`);
+    assert.ok(output.some((l) => l.includes(`be_0_${long}`)), 'the first lines are kept');
+  });
+});
+
 describe('HaproxyProcess with a binary that cannot be run', () => {
   it('fails to start instead of waiting forever', async () => {
     const dir = await mkdtemp(join(tmpdir(), 'haprx-proc-missing-'));
