@@ -38,6 +38,12 @@ export interface LocalHaprxOptions {
   haproxyBin?: string;
   /** More flags for `haprx local`, e.g. `--record FILE`. */
   args?: string[];
+  /** Edits the copied main template (haproxy.cfg) before haprx starts. */
+  editMain?: (text: string) => string;
+  /** The port haproxy is to listen on (default: a free one). */
+  port?: number;
+  /** Whether start() waits for the first deployment (default true). */
+  awaitDeployment?: boolean;
 }
 
 export interface Traffic {
@@ -60,7 +66,7 @@ export class LocalHaprx {
   private exitCode: number | null | undefined;
   private readonly running = new Set<Traffic>();
 
-  /** Starts everything and waits for the first deployment. */
+  /** Starts everything and waits for the first deployment (unless told not to). */
   async start(options: LocalHaprxOptions): Promise<void> {
     this.dir = await mkdtemp(join(tmpdir(), 'haprx-faults-'));
     this.manifests = join(this.dir, 'manifests');
@@ -77,9 +83,13 @@ export class LocalHaprx {
       }
       await writeFile(settingsFile, text);
     }
+    if (options.editMain) {
+      const main = join(this.templates, 'haproxy.cfg');
+      await writeFile(main, options.editMain(await readFile(main, 'utf8')));
+    }
     for (const name of options.echoes) this.echo[name] = await startEcho(name);
     for (const [name, text] of Object.entries(options.manifests)) await writeFile(join(this.manifests, name), text);
-    this.port = await freePort();
+    this.port = options.port ?? (await freePort());
     this.healthPort = await freePort();
     const args = [
       ...(options.nodeOptions ?? []),
@@ -116,7 +126,7 @@ export class LocalHaprx {
       }
     });
     child.stderr!.setEncoding('utf8').on('data', (chunk: string) => this.logs.push({ msg: `stderr: ${chunk}`, level: 50 }));
-    await this.until('the first deployment', () => this.logs.find((l) => l.msg.startsWith('deployed to local')), 30_000);
+    if (options.awaitDeployment !== false) await this.until('the first deployment', () => this.logs.find((l) => l.msg.startsWith('deployed to local')), 30_000);
   }
 
   /** Sends haprx a signal (SIGUSR2 toggles its recording). */
