@@ -65,10 +65,10 @@ function createMetrics(registry: Registry, sources: MetricsSources) {
       "The V8 heap of the render thread after its last render, by figure: used, total (what V8 holds) and limit; the process's nodejs_heap_* figures are the main thread's alone.",
       ['figure'],
     ),
-    validations: counter('haprx_validations_total', 'Configurations checked with haproxy -c.'),
+    validations: counter('haprx_validations_total', 'Configurations checked with haproxy -c (in local mode the first by starting haproxy on it).'),
     validationErrors: counter('haprx_validation_errors_total', 'Configurations haproxy -c refused.'),
     validationUnavailable: counter('haprx_validation_unavailable_total', 'Checks that could not run (haproxy -c timed out, could not start, was killed); never counted as refused.'),
-    validationDuration: histogram('haprx_validation_duration_seconds', 'Time haproxy -c took, by result (valid, invalid, unavailable).', ['result']),
+    validationDuration: histogram('haprx_validation_duration_seconds', 'Time a check took (haproxy -c; in local mode the start on the first configuration), by result (valid, invalid, unavailable).', ['result']),
     retries: counter(
       'haprx_retries_total',
       'Retries scheduled by the feedback edges: instance (a failed instance deployed again), validation (a check that could not run), graph (a restart after a stage failed).',
