@@ -357,8 +357,7 @@ export class Validator {
         // What a start prints besides its ALERT and WARNING lines is no verdict on the render.
         const { errors, warnings } = parseHaproxyOutput(started.output, '', renderedPaths(rendered));
         const verdict = this.judge({ kind: 'exited', code: 0, errors, warnings });
-        this.remember(rendered.hash, verdict);
-        if (verdict.ok) this.passed = { files: rendered, warnings: verdict.warnings };
+        this.decided(rendered, verdict);
         return finish(verdict, false);
       }
       const check = (files: RenderedFiles, timeoutMs: number) => runHaproxyCheck(files, { haproxyBin: this.haproxyBin, timeoutMs, tmpDir: this.tmpDir, env: this.env, signal, runner: this.runner });
@@ -369,8 +368,7 @@ export class Validator {
         if (outcome.kind === 'aborted') return finish(aborted, false);
         if (outcome.kind === 'exited' && outcome.code === 0 && outcome.errors.length === 0 && outcome.warnings.length === 0) {
           const verdict: Verdict = { ok: true, warnings: this.passed!.warnings };
-          this.remember(rendered.hash, verdict);
-          this.passed = { files: rendered, warnings: verdict.warnings };
+          this.decided(rendered, verdict);
           return finish(verdict, false, true);
         }
       }
@@ -380,8 +378,7 @@ export class Validator {
       else if (outcome.kind === 'exited') this.allowedMs = Math.max(this.timeoutMs, Math.min(4 * (performance.now() - checkStarted), MAX_CHECK_MS));
       const verdict = this.judge(outcome);
       // Only haproxy's own verdicts are facts about the render; the rest may differ next time.
-      if (outcome.kind === 'exited') this.remember(rendered.hash, verdict);
-      if (verdict.ok) this.passed = { files: rendered, warnings: verdict.warnings };
+      if (outcome.kind === 'exited') this.decided(rendered, verdict);
       return finish(verdict, false);
     } finally {
       this.queue.release();
@@ -418,6 +415,12 @@ export class Validator {
       this.cache.set(hash, verdict);
     }
     return verdict;
+  }
+
+  /** haproxy's own verdict on a render: remembered, and a pass is what the next render may differ from in certificates only. */
+  private decided(rendered: RenderedConfig, verdict: Verdict): void {
+    this.remember(rendered.hash, verdict);
+    if (verdict.ok) this.passed = { files: rendered, warnings: verdict.warnings };
   }
 
   private remember(hash: string, verdict: Verdict): void {

@@ -86,9 +86,7 @@ export class LocalTarget {
    * is left.
    */
   deploy(config: RenderedConfig, fast?: { from: string; ops: readonly RuntimeOp[] }): Promise<InstanceOutcome> {
-    const result = this.queue.then(() => (fast ? this.applyFast(config, fast) : this.apply(config)));
-    this.queue = result.catch(() => undefined);
-    return result.catch((err: unknown) => ({ ok: false, reloaded: false, runtimeOps: 0, error: (err as Error).message }));
+    return this.enqueue(() => (fast ? this.applyFast(config, fast) : this.apply(config))).catch((err: unknown) => ({ ok: false, reloaded: false, runtimeOps: 0, error: (err as Error).message }));
   }
 
   /**
@@ -99,16 +97,21 @@ export class LocalTarget {
    * deployment of the same configuration that follows reports that start as its own.
    */
   checkByStarting(config: RenderedConfig): Promise<{ output: string } | undefined> {
-    const result = this.queue.then(async () => {
+    return this.enqueue(async () => {
       if (this.running !== undefined || this.haproxy.running || this.stopped) return undefined;
       const output: string[] = [];
       const outcome = await this.start(config, output);
       if (!outcome.ok) return undefined;
       this.startedByCheck = { hash: config.hash, outcome };
       return { output: output.join('\n') };
-    });
+    }).catch(() => undefined);
+  }
+
+  /** Runs `work` after everything queued before it: nothing that touches haproxy overlaps. */
+  private enqueue<T>(work: () => Promise<T>): Promise<T> {
+    const result = this.queue.then(work);
     this.queue = result.catch(() => undefined);
-    return result.catch(() => undefined);
+    return result;
   }
 
   async stop(): Promise<void> {
@@ -342,8 +345,7 @@ export class LocalTarget {
     const delay = RESTART_BACKOFF_MS[Math.min(this.restartAttempt++, RESTART_BACKOFF_MS.length - 1)]!;
     this.restartTimer = setTimeout(() => {
       this.restartTimer = undefined;
-      const restarted = this.queue.then(() => this.restart());
-      this.queue = restarted.catch(() => undefined);
+      void this.enqueue(() => this.restart());
     }, delay);
   }
 
@@ -358,9 +360,7 @@ export class LocalTarget {
     if (this.retryTimer || this.pendingDeletes.size === 0) return;
     this.retryTimer = setTimeout(() => {
       this.retryTimer = undefined;
-      const retried = this.queue.then(() => this.retryDeletes());
-      this.queue = retried.catch(() => undefined);
-      void retried.finally(() => this.scheduleRetry());
+      void this.enqueue(() => this.retryDeletes()).finally(() => this.scheduleRetry());
     }, DELETE_RETRY_MS);
     this.retryTimer.unref();
   }
