@@ -290,6 +290,38 @@ export function listWatch(api: KubeApi, spec: WatchSpec, options: ListWatchOptio
           );
       });
 
+    /**
+     * Lists the set and passes it on whole; says whether the set is now synced, and
+     * what failed, if anything. In a function of its own, so that the list lives only
+     * in its frame: the loop below waits in one watch for minutes, and a suspended async
+     * function keeps what its locals last held, so a list read there would hold a
+     * second copy of every object, beside the stores', until the next list.
+     */
+    const relist = async (synced: boolean): Promise<{ synced: boolean; failed?: string }> => {
+      const listed = await list();
+      if (stopped) return { synced };
+      if (!listed.ok) {
+        if (listed.status === 404 && !synced) {
+          // The API does not serve this resource (a CRD not installed, say). Holding
+          // every render back for it would stop the whole controller: count the set
+          // as empty, say so, and keep trying; once it is served, its list arrives.
+          problem(`${listed.message}: the API server does not serve ${spec.resource}; counted as empty until it does`);
+          emit({ type: 'replace', resource: spec.name, objects: [] });
+          emit({ type: 'synced', resource: spec.name });
+          return { synced: true, failed: listed.message };
+        }
+        problem(listed.message);
+        return { synced, failed: listed.message };
+      }
+      const passed = listed.items.filter(passes).map(prepare);
+      known = new Set(passed.map(objectKey));
+      resourceVersion = listed.resourceVersion;
+      diagnose({ type: 'listed', set: spec.name, items: listed.items.length, pages: listed.pages, resourceVersion });
+      emit({ type: 'replace', resource: spec.name, objects: passed });
+      if (!synced) emit({ type: 'synced', resource: spec.name });
+      return { synced: true };
+    };
+
     const run = async () => {
       let attempt = 0;
       let synced = false;
@@ -302,31 +334,12 @@ export function listWatch(api: KubeApi, spec: WatchSpec, options: ListWatchOptio
       while (!stopped) {
         let listedNow = false;
         if (resourceVersion === '') {
-          const listed = await list();
+          const listed = await relist(synced);
           if (stopped) return;
-          if (!listed.ok) {
-            if (listed.status === 404 && !synced) {
-              // The API does not serve this resource (a CRD not installed, say). Holding
-              // every render back for it would stop the whole controller: count the set
-              // as empty, say so, and keep trying; once it is served, its list arrives.
-              problem(`${listed.message}: the API server does not serve ${spec.resource}; counted as empty until it does`);
-              synced = true;
-              emit({ type: 'replace', resource: spec.name, objects: [] });
-              emit({ type: 'synced', resource: spec.name });
-            } else {
-              problem(listed.message);
-            }
-            await retry(listed.message);
+          synced = listed.synced;
+          if (listed.failed !== undefined) {
+            await retry(listed.failed);
             continue;
-          }
-          const passed = listed.items.filter(passes).map(prepare);
-          known = new Set(passed.map(objectKey));
-          resourceVersion = listed.resourceVersion;
-          diagnose({ type: 'listed', set: spec.name, items: listed.items.length, pages: listed.pages, resourceVersion });
-          emit({ type: 'replace', resource: spec.name, objects: passed });
-          if (!synced) {
-            synced = true;
-            emit({ type: 'synced', resource: spec.name });
           }
           attempt = 0;
           listedNow = true;
