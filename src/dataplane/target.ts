@@ -25,7 +25,7 @@
  */
 import type { CanaryProbeSettings } from '../config/controller-config.ts';
 import type { CanaryCheck, InstanceOutcome } from '../events.ts';
-import { type ReferencingFile, referencingFiles, rewriteFileRefs } from '../haproxy/aux-file-refs.ts';
+import { type ReferencingFile, changedReferencingMap, referencingFiles, rewriteFileRefs } from '../haproxy/aux-file-refs.ts';
 import { rewriteAuxRefs } from '../haproxy/aux-refs.ts';
 import { type Plan, type RuntimeOp, planDeployment } from '../haproxy/plan.ts';
 import { readdOps } from '../haproxy/server-readd.ts';
@@ -306,8 +306,7 @@ export class DataplaneTarget {
     if (!translation.ok) return { ok: false, reasons: translation.reasons };
     // No longer pending before anything is sent, so that no later retry deletes them.
     for (const key of taken.cancelled) this.pendingDeletes.delete(key);
-    const referencing = referencingFiles(config);
-    const named = Object.keys(config.maps).find((name) => referencing.has(auxPath('maps', name)) && previous.config.maps[name] !== config.maps[name]);
+    const named = changedReferencingMap(previous.config, config);
     if (named !== undefined) return { ok: false, reasons: [`map ${named} names other files: it is rewritten and uploaded, with a reload`] };
     try {
       for (const call of translation.calls) await this.call(call, ctx);

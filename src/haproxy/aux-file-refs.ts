@@ -106,6 +106,20 @@ export function referencingFiles(config: RenderedConfig): Map<string, Referencin
   return found;
 }
 
+/**
+ * A map `config` changes from `previous` whose content names other files (a crt-list,
+ * or a marked file): it cannot go by runtime map commands, since what it names must
+ * be rewritten to where the files are stored. Which files name others takes a scan
+ * of all of haproxy.cfg (some 80 ms at 10k Ingresses), so it is asked only when a map
+ * changed: an endpoint change, the most frequent, changes none.
+ */
+export function changedReferencingMap(previous: Pick<RenderedConfig, 'maps'>, config: RenderedConfig, referencing: (config: RenderedConfig) => ReadonlyMap<string, unknown> = referencingFiles): string | undefined {
+  const changed = Object.keys(config.maps).filter((name) => previous.maps[name] !== config.maps[name]);
+  if (changed.length === 0) return undefined;
+  const named = referencing(config);
+  return changed.find((name) => named.has(auxPath('maps', name)));
+}
+
 function isCrtListRef(line: string, word: number): boolean {
   const words = spannedWords(line.replace(/\r$/, ''));
   return words?.[0]?.text === 'bind' && words[word - 1]?.text === 'crt-list';

@@ -168,6 +168,8 @@ export interface AuxRefScan {
   based: ReadonlySet<RefBase>;
   /** `default-path` (other than current or config) moves every relative path. */
   allBased: boolean;
+  /** Where each line that holds a reference starts in the text, by line number. */
+  lineStarts: ReadonlyMap<number, number>;
 }
 
 function splitLines(main: string): string[] {
@@ -178,26 +180,102 @@ function stripCr(line: string): string {
   return line.endsWith('\r') ? line.slice(0, -1) : line;
 }
 
+/** What one piece of haproxy.cfg holds, with lines and offsets counted from the piece's start. */
+interface PieceScan {
+  refs: AuxRef[];
+  /** Offset of each line with a reference, by its line number in the piece. */
+  lineStarts: Map<number, number>;
+  /** Newlines in the piece: the lines it moves the next piece's down by. */
+  lines: number;
+  /** The section the piece ends in, which the next one starts in. */
+  section: string;
+  based: RefBase[];
+  allBased: boolean;
+}
+
+function scanPiece(piece: string, section: string): PieceScan {
+  const scan: PieceScan = { refs: [], lineStarts: new Map(), lines: 0, section, based: [], allBased: false };
+  let offset = 0;
+  for (const raw of splitLines(piece)) {
+    const lineStart = offset;
+    offset += raw.length + 1;
+    scan.lines++;
+    const words = spannedWords(stripCr(raw));
+    if (!words || words.length === 0) continue;
+    const texts = words.map((w) => w.text);
+    const keyword = texts[0]!;
+    if (isSectionKeyword(keyword)) scan.section = keyword;
+    if (scan.section === 'global') {
+      if (keyword === 'default-path' && texts[1] !== 'current' && texts[1] !== 'config') scan.allBased = true;
+      if (keyword === 'crt-base') scan.based.push('crt');
+      if (keyword === 'ca-base') scan.based.push('ca');
+    }
+    for (const ref of auxRefsInWords(texts)) {
+      scan.refs.push({ ...ref, line: scan.lines });
+      scan.lineStarts.set(scan.lines, lineStart);
+    }
+  }
+  // The piece's last element follows its last newline: not a line of its own.
+  scan.lines--;
+  return scan;
+}
+
+/**
+ * haproxy.cfg is scanned in pieces cut before every 64th line that starts with a
+ * letter (a section header, in a configuration with indented bodies), and what each
+ * piece held is kept until the next scan: a deployment scans the text the one before
+ * it scanned, or that text with a few server lines changed, and at 10k Ingresses a
+ * whole scan holds the event loop for some 80 ms. A piece is known by its text and the
+ * section it starts in, so the result is the one a scan line by line gives. What is
+ * kept refers to the last text scanned (slices of it), which its configuration holds
+ * anyway.
+ */
+const PIECE_HEADERS = 64;
+const HEADER_AFTER_NEWLINE = /\n[A-Za-z]/g;
+let lastPieces = new Map<string, Map<string, PieceScan>>();
+
+function piecesOf(main: string): string[] {
+  const pieces: string[] = [];
+  let start = 0;
+  let headers = /^[A-Za-z]/.test(main) ? 1 : 0;
+  HEADER_AFTER_NEWLINE.lastIndex = 0;
+  for (let m = HEADER_AFTER_NEWLINE.exec(main); m !== null; m = HEADER_AFTER_NEWLINE.exec(main)) {
+    if (headers > 0 && headers % PIECE_HEADERS === 0) {
+      pieces.push(main.slice(start, m.index + 1));
+      start = m.index + 1;
+    }
+    headers++;
+  }
+  pieces.push(main.slice(start));
+  return pieces;
+}
+
 /** Every auxiliary reference of haproxy.cfg, in .if blocks too, with the global base directives. */
 export function findAuxRefs(main: string): AuxRefScan {
   const refs: AuxRef[] = [];
+  const lineStarts = new Map<number, number>();
   const based = new Set<RefBase>();
   let allBased = false;
   let section = '';
-  splitLines(main).forEach((raw, index) => {
-    const words = spannedWords(stripCr(raw));
-    if (!words || words.length === 0) return;
-    const texts = words.map((w) => w.text);
-    const keyword = texts[0]!;
-    if (isSectionKeyword(keyword)) section = keyword;
-    if (section === 'global') {
-      if (keyword === 'default-path' && texts[1] !== 'current' && texts[1] !== 'config') allBased = true;
-      if (keyword === 'crt-base') based.add('crt');
-      if (keyword === 'ca-base') based.add('ca');
-    }
-    for (const ref of auxRefsInWords(texts)) refs.push({ ...ref, line: index + 1 });
-  });
-  return { refs, based, allBased };
+  let line = 0;
+  let offset = 0;
+  const kept = new Map<string, Map<string, PieceScan>>();
+  for (const piece of piecesOf(main)) {
+    let scan = lastPieces.get(piece)?.get(section) ?? kept.get(piece)?.get(section);
+    if (!scan) scan = scanPiece(piece, section);
+    let bySection = kept.get(piece);
+    if (!bySection) kept.set(piece, (bySection = new Map()));
+    bySection.set(section, scan);
+    for (const ref of scan.refs) refs.push({ ...ref, line: ref.line + line });
+    for (const [n, at] of scan.lineStarts) lineStarts.set(n + line, at + offset);
+    for (const base of scan.based) based.add(base);
+    allBased ||= scan.allBased;
+    section = scan.section;
+    line += scan.lines;
+    offset += piece.length;
+  }
+  lastPieces = kept;
+  return { refs, based, allBased, lineStarts };
 }
 
 /** Whether a base directive sends this reference somewhere else than the rendered file. */
@@ -262,9 +340,13 @@ export function rewriteAuxRefs(main: string, resolve: (ref: AuxRef) => string | 
     byLine.set(ref.line, list);
   }
   let rewritten = 0;
-  const lines = splitLines(main);
+  // Only the lines that hold a reference are cut out and rewritten: the text between
+  // them is passed on as slices, not split into its (at 10k Ingresses, 60k) lines.
+  const changed: { from: number; to: number; text: string }[] = [];
   for (const [lineNo, refs] of byLine) {
-    const full = lines[lineNo - 1]!;
+    const start = scan.lineStarts.get(lineNo)!;
+    const end = main.indexOf('\n', start);
+    const full = main.slice(start, end < 0 ? main.length : end);
     const cr = full.endsWith('\r') ? '\r' : '';
     let raw = stripCr(full);
     const words = spannedWords(raw)!;
@@ -287,7 +369,14 @@ export function rewriteAuxRefs(main: string, resolve: (ref: AuxRef) => string | 
       raw = raw.slice(0, edit.from) + edit.text + raw.slice(edit.to);
       rewritten++;
     }
-    lines[lineNo - 1] = raw + cr;
+    changed.push({ from: start, to: start + full.length, text: raw + cr });
   }
-  return { text: lines.join('\n'), rewritten, redirected };
+  changed.sort((a, b) => a.from - b.from);
+  let text = '';
+  let from = 0;
+  for (const line of changed) {
+    text += main.slice(from, line.from) + line.text;
+    from = line.to;
+  }
+  return { text: text + main.slice(from), rewritten, redirected };
 }

@@ -5,7 +5,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { promisify } from 'node:util';
-import { crtListRefs, markedFileRefs, referencingFiles, rewriteFileRefs } from '../../src/haproxy/aux-file-refs.ts';
+import { changedReferencingMap, crtListRefs, markedFileRefs, referencingFiles, rewriteFileRefs } from '../../src/haproxy/aux-file-refs.ts';
 import { findAuxRefs, rewriteAuxRefs, spannedWords } from '../../src/haproxy/aux-refs.ts';
 import { sealRendered } from '../../src/templating/rendered.ts';
 import { tokenize } from '../../src/haproxy/config.ts';
@@ -83,6 +83,50 @@ describe('aux-refs: finding references', () => {
     assert.equal(scan.allBased, false);
     assert.equal(findAuxRefs('global\n  default-path origin /x\n').allBased, true);
     assert.equal(findAuxRefs('global\n  default-path config\n').allBased, false);
+  });
+});
+
+describe('aux-refs: a large haproxy.cfg, scanned in pieces', () => {
+  // 300 backends: pieces are cut before every 64th section header, so this text is
+  // five pieces, and the references sit in several of them.
+  const backends = (port: number) =>
+    Array.from({ length: 300 }, (_, i) => `backend be_${i}\n  http-request set-var(txn.x) req.hdr(host),map(maps/m${i % 7}.map)\n  server s1 10.0.0.${i % 250}:${i === 150 ? port : 8080}\n`).join('');
+  const main = (port: number) => `global\n  crt-base /etc/certs\nfrontend fe\n  bind :443 ssl crt ssl/a.pem\n${backends(port)}frontend tail\n  http-request return status 200 file general/ok.txt\n`;
+  const lineOf = (text: string, ref: { line: number; path: string }) => text.split('\n')[ref.line - 1]!;
+
+  test('gives what a first scan gives, after a scan of the text with one server line changed', () => {
+    const before = main(8080);
+    const after = main(9090);
+    findAuxRefs(before);
+    const warm = findAuxRefs(after);
+    findAuxRefs('frontend other\n  bind :80\n');
+    const cold = findAuxRefs(after);
+    assert.deepEqual(warm, cold);
+    assert.equal(warm.refs.length, 302);
+    assert.deepEqual([...warm.based], ['crt']);
+    // Every reference on the line it names, which starts where the scan says.
+    for (const ref of warm.refs) {
+      assert.ok(lineOf(after, ref).includes(ref.path), `line ${ref.line} holds ${ref.path}`);
+      assert.equal(after.slice(warm.lineStarts.get(ref.line)!).split('\n')[0], lineOf(after, ref));
+    }
+  });
+
+  test('rewrites the references of every piece and leaves every other byte as it was', () => {
+    const text = main(8080);
+    const result = rewriteAuxRefs(text, (ref) => `/srv/${ref.kind}/${ref.name}`);
+    // The certificate is under crt-base: left alone. The 300 map references and the file are rewritten.
+    assert.equal(result.rewritten, 301);
+    assert.equal(result.text, text.replace(/map\(maps\//g, 'map(/srv/maps/').replace('file general/ok.txt', 'file /srv/files/ok.txt'));
+  });
+
+  test('carries the section from one piece into the next, where section bodies are not indented', () => {
+    // Unindented global directives start with a letter, so the cut falls inside global.
+    const flat = ['global', ...Array.from({ length: 70 }, (_, i) => `setenv V${i} x`), 'ca-base /etc/ca', 'frontend fe', '  bind :443 ssl crt ssl/a.pem ca-file ssl/ca.pem'].join('\n');
+    findAuxRefs('frontend other\n');
+    assert.deepEqual([...findAuxRefs(flat).based], ['ca']);
+    // A text whose pieces were seen starting in another section is scanned again for this one.
+    const moved = flat.replace('global\n', 'frontend first\n');
+    assert.deepEqual([...findAuxRefs(moved).based], []);
   });
 });
 
@@ -207,6 +251,26 @@ describe('aux-refs: references inside auxiliary files', () => {
     const main = 'frontend fe\n  bind :443 ssl crt-list ssl/https.crtlist\n  bind :8443 ssl crt ssl/a.pem\n  errorfile 503 general/503.http\n';
     const config = render(main, { 'https.crtlist': 'ssl/a.pem a.test\n', 'a.pem': 'PEM' }, { '503.http': 'x', 'notes.txt': 'see maps/hosts.map' }, ['general/notes.txt']);
     assert.deepEqual([...referencingFiles(config)].map(([path, r]) => `${path} ${r.as}`), ['ssl/https.crtlist crt-list', 'general/notes.txt marked']);
+  });
+
+  test('finds a changed map that names other files, and scans haproxy.cfg for it only when some map changed', () => {
+    const main = 'frontend fe\n  http-request set-var(txn.b) req.hdr(host),map(maps/hosts.map)\n';
+    const maps = (hosts: string, notes: string) => sealRendered({ main, maps: { 'hosts.map': hosts, 'notes.map': notes }, certs: {}, files: {}, referencing: ['maps/notes.map'] });
+    const before = maps('a.test be_a\n', 'see ssl/x.pem\n');
+    const scans: string[] = [];
+    const counted = (config: Parameters<typeof referencingFiles>[0]) => {
+      scans.push(config.hash);
+      return referencingFiles(config);
+    };
+    // Only server lines changed (an endpoint change): nothing to scan for.
+    const servers = sealRendered({ ...before, main: `${main}backend be_a\n  server s1 127.0.0.1:8080\n` });
+    assert.equal(changedReferencingMap(before, servers, counted), undefined);
+    assert.deepEqual(scans, []);
+    // A plain map changed: scanned, and it names nothing.
+    assert.equal(changedReferencingMap(before, maps('a.test be_a\nb.test be_b\n', 'see ssl/x.pem\n'), counted), undefined);
+    // The marked map changed: it names other files.
+    assert.equal(changedReferencingMap(before, maps('a.test be_a\n', 'see ssl/y.pem\n'), counted), 'notes.map');
+    assert.equal(scans.length, 2);
   });
 
   test('rewrites the references of a crt-list and leaves the rest of each line as it was', () => {
