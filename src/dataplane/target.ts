@@ -216,6 +216,20 @@ export class DataplaneTarget {
       if (signal?.aborted) throw new Aborted('aborted before it started');
       const info = await this.client.info(signal);
       detail.apiVersion = info.version;
+      // A fast change planned from what this target last wrote goes out while the
+      // version is read, not after: runtime calls change nothing the version counts, and
+      // its read is a round trip the traffic would otherwise wait for. The version still
+      // decides before the configuration is stored (runtime()): when someone else changed
+      // the instance meanwhile, the full deployment that follows adopts or overwrites it.
+      const known = this.state;
+      if (fast && known && known.config.hash === fast.from) {
+        const versionRead = this.fetchVersion(ctx);
+        versionRead.catch(() => undefined);
+        const result = await this.runtime(config, fast.ops, known, versionRead, info, ctx);
+        if (!result.ok) return finish({ ok: false, reloaded: false, runtimeOps: 0, error: `fast path: ${result.reasons.join('; ')}; left to the full deployment` });
+        detail.mode = 'runtime';
+        return finish({ ok: true, reloaded: false, runtimeOps: fast.ops.length });
+      }
       let version = await this.fetchVersion(ctx);
       let previous = this.state;
       if (!previous || previous.version !== version) {
@@ -287,7 +301,7 @@ export class DataplaneTarget {
     config: RenderedConfig,
     ops: readonly RuntimeOp[],
     previous: Deployed,
-    version: number,
+    versionRead: number | Promise<number>,
     info: ApiInfo,
     ctx: Ctx,
   ): Promise<{ ok: true } | { ok: false; reasons: string[]; refetch?: boolean }> {
@@ -327,6 +341,8 @@ export class DataplaneTarget {
       return { ok: false, reasons: [reasonOf(err)] };
     }
     this.step('runtime', `${translation.calls.length} runtime calls${translation.actions.length ? `, ${translation.actions.length} runtime actions` : ''}`);
+    const version = await versionRead;
+    if (version !== previous.version) return { ok: false, reasons: [`the configuration is at version ${version}, not ${previous.version} as haprx left it: someone else changed the instance`] };
     const text = this.render(config, placements, version);
     try {
       ctx.touched = true;

@@ -6,6 +6,7 @@ import { createServer as createTcpServer } from 'node:net';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { DataplaneTarget } from '../../src/dataplane/target.ts';
+import { planDeployment } from '../../src/haproxy/plan.ts';
 import { get, startEcho } from '../support/echo-backend.ts';
 import { parseServersState } from '../support/haproxy-runtime.ts';
 import { freePort } from '../support/ports.ts';
@@ -423,5 +424,63 @@ describe('DataplaneTarget against an API before 3.3.1 (double)', () => {
       await e1.close();
       await e2.close();
     }
+  });
+});
+
+describe('DataplaneTarget: a fast change', () => {
+  let double: DataplaneDouble;
+  let target: DataplaneTarget;
+  let port: number;
+  const echo: Record<string, Awaited<ReturnType<typeof startEcho>>> = {};
+  const config = (name: string) => routingConfig(port, { be_a: [{ name, port: echo[name]!.port }] }, { 'a.test': 'be_a' });
+  const served = async () => (await get(port, '/', 'a.test').catch(() => ({ body: '' }))).body;
+  const VERSION = '/v3/services/haproxy/configuration/version';
+
+  before(async () => {
+    port = await freePort();
+    for (const name of ['f1', 'f2', 'f3']) echo[name] = await startEcho(name);
+    double = await startDataplaneDouble({ reloadDelayMs: 50 });
+    target = new DataplaneTarget({ baseUrl: double.url, ...AUTH, reloadPollMs: 25 });
+    const first = await target.deploy(config('f1'));
+    assert.equal(first.ok, true, first.error);
+    await eventually(async () => (await served()) === 'f1\n', 10_000, 'the first configuration served');
+  });
+
+  after(async () => {
+    await target.close();
+    await double.stop();
+    await Promise.all(Object.values(echo).map((e) => e.close()));
+  });
+
+  it('goes out while the version is read: a slow read holds its traffic back no longer', async () => {
+    const from = target.running!;
+    const next = config('f2');
+    const plan = planDeployment(from, next);
+    assert.equal(plan.kind, 'runtime');
+    double.faults.slow(2_000, { method: 'GET', path: VERSION }, 1);
+    const deploying = target.deploy(next, undefined, { from: from.hash, ops: plan.kind === 'runtime' ? plan.ops : [] });
+    await eventually(async () => (await served()) === 'f2\n', 10_000, 'the fast change served');
+    const read = double.requests.filter((r) => r.path === VERSION).at(-1);
+    assert.equal(read?.status, 0, 'the traffic moved while the version read was still unanswered');
+    const outcome = await deploying;
+    assert.deepEqual({ ok: outcome.ok, reloaded: outcome.reloaded, mode: outcome.detail?.mode }, { ok: true, reloaded: false, mode: 'runtime' });
+    assert.equal(target.running, next);
+    await double.faults.clear();
+  });
+
+  it('leaves the change to the full deployment when someone else changed the instance meanwhile, which reports the drift', async () => {
+    const from = target.running!;
+    await double.foreignChange('backend be_foreign\n  server x 127.0.0.1:1', false);
+    const next = config('f3');
+    const plan = planDeployment(from, next);
+    const outcome = await target.deploy(next, undefined, { from: from.hash, ops: plan.kind === 'runtime' ? plan.ops : [] });
+    assert.equal(outcome.ok, false);
+    assert.match(outcome.error ?? '', /fast path: the configuration is at version \d+, not \d+ as haprx left it: someone else changed the instance; left to the full deployment/);
+    assert.match(await readFile(double.configFile, 'utf8'), /be_foreign/, 'nothing stored over the foreign change');
+    const full = await target.deploy(next);
+    assert.equal(full.ok, true, full.error);
+    assert.match(full.detail?.drift ?? '', /someone else changed the instance/);
+    assert.doesNotMatch(await readFile(double.configFile, 'utf8'), /be_foreign/);
+    await eventually(async () => (await served()) === 'f3\n', 10_000, 'the change served after the full deployment');
   });
 });
