@@ -1,10 +1,11 @@
 /**
- * Every benchmark in turn: render, certificate changes, admission reviews, log scrubbing, change latency, scale (memory,
- * cold start, burst), a start from one manifest file, cold starts in a row and Data Plane fan-out, then a check that a benchmark ends when
- * haprx dies, then the table of scale targets (bench/summary.ts). Each prints its
- * table; the JSON lands in bench/results/, summary.json holding the targets.
- * Takes about 40 minutes at the default sizes; set SIZES, ITERATIONS or
- * CHURN_SECONDS for a shorter run.
+ * Every benchmark in turn: render, certificate changes, admission reviews, log
+ * scrubbing, change latency (in local mode, then in a cluster), scale (memory, cold
+ * start, burst), a start from one manifest file, cold starts in a row and Data Plane
+ * fan-out, then a check that a benchmark ends when haprx dies, then the table of scale
+ * targets (bench/summary.ts). Each prints its table; the JSON lands in bench/results/,
+ * summary.json holding the targets. Takes about 50 minutes at the default sizes; set
+ * SIZES, ITERATIONS or CHURN_SECONDS for a shorter run.
  *
  *   npm run bench
  */
@@ -13,7 +14,7 @@ import { readdir, writeFile } from 'node:fs/promises';
 import type { DiesResult } from './summary.ts';
 
 const root = new URL('..', import.meta.url).pathname;
-const scripts = ['bench/render.ts', 'bench/certificates.ts', 'bench/admission.ts', 'bench/scrub.ts', 'bench/endpoint-latency.ts', 'bench/scale.ts', 'bench/one-file.ts', 'bench/cold-start.ts', 'bench/fanout.ts'];
+const scripts = ['bench/render.ts', 'bench/certificates.ts', 'bench/admission.ts', 'bench/scrub.ts', 'bench/endpoint-latency.ts', 'bench/cluster-latency.ts', 'bench/scale.ts', 'bench/one-file.ts', 'bench/cold-start.ts', 'bench/fanout.ts'];
 let failed = 0;
 for (const script of scripts) {
   console.log(`\n== ${script}`);

@@ -31,6 +31,7 @@ import { get, startEcho } from '../test/support/echo-backend.ts';
 import { freePort } from '../test/support/ports.ts';
 import { type HealthFigures, startHealthProbe } from './health-probe.ts';
 import { haproxyReferences, type LocalRun, sleep, startLocal, tempDir, until, writeChunks } from './local-run.ts';
+import { type PropagationFigures, percentile, propagationBuckets, propagationFigures } from './propagation.ts';
 import { shippedRuntime } from './shipped-runtime.ts';
 import { syntheticCluster, tlsPairs } from './synthetic.ts';
 import { X509Certificate } from 'node:crypto';
@@ -43,7 +44,6 @@ const TLS = process.env.TLS === '1';
 const MODES = (process.env.MODES ?? `endpoint,host,backend${TLS ? ',tlssecret,tlshost' : ''}`).split(',');
 const root = new URL('..', import.meta.url).pathname;
 
-const pct = (samples: number[], p: number) => samples[Math.min(samples.length - 1, Math.ceil((p / 100) * samples.length) - 1)]!;
 
 const slice = (name: string, service: string, echoPort: number) => `apiVersion: discovery.k8s.io/v1
 kind: EndpointSlice
@@ -77,7 +77,7 @@ export interface ModeResult {
    * writes the state files), without the file watching of local mode and the polling
    * here; the bucket bounds p50 and p99 fall in.
    */
-  propagation: { n: number; p50AtMostMs: number; p99AtMostMs: number };
+  propagation: PropagationFigures;
 }
 
 /** One size, as bench/results/latency.json holds it (bench/summary.ts reads it). */
@@ -88,26 +88,6 @@ export interface LatencyResult {
   reloadMs: number;
   healthz: HealthFigures;
   loadAverage?: string;
-}
-
-/** haprx_propagation_seconds buckets, summed over paths: upper bound in ms → cumulative count. */
-async function propagationBuckets(metricsPort: number): Promise<Map<number, number>> {
-  const text = await (await fetch(`http://127.0.0.1:${metricsPort}/metrics`)).text();
-  const buckets = new Map<number, number>();
-  for (const m of text.matchAll(/^haprx_propagation_seconds_bucket\{[^}]*le="([^"]+)"[^}]*\} (\d+)$/gm)) {
-    const le = m[1] === '+Inf' ? Infinity : Number(m[1]) * 1000;
-    buckets.set(le, (buckets.get(le) ?? 0) + Number(m[2]));
-  }
-  return buckets;
-}
-
-/** The smallest bucket bound under which a share `q` of the changes between two readings fell. */
-function propagationFigures(before: Map<number, number>, after: Map<number, number>): ModeResult['propagation'] {
-  const bounds = [...after.keys()].sort((a, b) => a - b);
-  const count = (le: number) => (after.get(le) ?? 0) - (before.get(le) ?? 0);
-  const n = count(Infinity);
-  const atMost = (q: number) => bounds.find((le) => count(le) >= q * n) ?? Infinity;
-  return { n, p50AtMostMs: atMost(0.5), p99AtMostMs: atMost(0.99) };
 }
 
 const echoes = [await startEcho('blue'), await startEcho('green')];
@@ -167,7 +147,7 @@ for (const size of SIZES) {
         if (process.env.BENCH_LOG) process.stderr.write(`SAMPLE ${label} ${i} ${Math.round(samples.at(-1)!)} ms written at ${wall}\n`);
       }
       samples.sort((a, b) => a - b);
-      const result = { change: label, n: samples.length, p50Ms: Math.round(pct(samples, 50)), p99Ms: Math.round(pct(samples, 99)), maxMs: Math.round(samples.at(-1)!), reloads: (await haprx.reloads()) - reloadsBefore, propagation: propagationFigures(bucketsBefore, await propagationBuckets(metricsPort)) };
+      const result = { change: label, n: samples.length, p50Ms: Math.round(percentile(samples, 50)), p99Ms: Math.round(percentile(samples, 99)), maxMs: Math.round(samples.at(-1)!), reloads: (await haprx.reloads()) - reloadsBefore, propagation: propagationFigures(bucketsBefore, await propagationBuckets(metricsPort)) };
       modes.push(result);
       console.log(`${size} Ingresses, ${label}: p50 ${result.p50Ms} ms, p99 ${result.p99Ms} ms, max ${result.maxMs} ms, reloads ${result.reloads} (n=${result.n}); haprx_propagation_seconds (to the deployment's end): p50 ≤ ${result.propagation.p50AtMostMs} ms, p99 ≤ ${result.propagation.p99AtMostMs} ms (n=${result.propagation.n})`);
     };

@@ -25,7 +25,8 @@ const execFileP = promisify(execFile);
  */
 const fromSource = Boolean(process.env.BENCH_SOURCE);
 if (!fromSource) await execFileP(process.execPath, [join(root, 'node_modules/typescript/bin/tsc'), '-p', join(root, 'tsconfig.build.json')], { cwd: root });
-const program = fromSource ? 'bin/haprx.js' : 'dist/src/cli/main.js';
+/** haprx's entry point, relative to the repository root. */
+export const program = fromSource ? 'bin/haprx.js' : 'dist/src/cli/main.js';
 
 export interface Deployment {
   at: number;
@@ -133,7 +134,7 @@ export function chunkFile(dir: string, kind: string, objects: readonly KubeObjec
 }
 
 /** Waits for `condition` every `everyMs`, up to `timeoutMs`, checking that haprx still runs. */
-export async function until(run: LocalRun, what: string, condition: () => boolean | Promise<boolean>, timeoutMs = 120_000, everyMs = 20): Promise<void> {
+export async function until(run: Pick<LocalRun, 'alive'>, what: string, condition: () => boolean | Promise<boolean>, timeoutMs = 120_000, everyMs = 20): Promise<void> {
   const deadline = performance.now() + timeoutMs;
   while (!(await condition())) {
     run.alive();

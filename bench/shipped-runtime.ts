@@ -20,12 +20,21 @@ export interface ShippedRuntime {
   env: NodeJS.ProcessEnv;
 }
 
-export async function shippedRuntime(): Promise<ShippedRuntime> {
-  const deployment = parse(await readFile(new URL('../k8s/base/deployment.yaml', import.meta.url), 'utf8')) as {
-    spec: { template: { spec: { containers: { name: string; env?: { name: string; value?: string }[]; resources?: { limits?: { memory?: string } } }[] } } };
-  };
-  const container = deployment.spec.template.spec.containers.find((c) => c.name === 'haprx');
-  const limit = /^(\d+)(Ki|Mi|Gi)$/.exec(container?.resources?.limits?.memory ?? '');
+type DeploymentYaml = {
+  spec: { template: { spec: { containers: { name: string; env?: { name: string; value?: string }[]; resources?: { limits?: { memory?: string } } }[] } } };
+};
+const haprxContainer = async (file: string) =>
+  (parse(await readFile(new URL(file, import.meta.url), 'utf8')) as DeploymentYaml).spec.template.spec.containers.find((c) => c.name === 'haprx');
+
+/**
+ * `overlay` names a kustomize overlay whose patch of the Deployment (`controller.yaml`)
+ * sets the container's memory limit, e.g. `production` (1Gi, which docs/kubernetes.md asks
+ * for from about 5k Ingresses); without it, the base's limit.
+ */
+export async function shippedRuntime(overlay?: string): Promise<ShippedRuntime> {
+  const container = await haprxContainer('../k8s/base/deployment.yaml');
+  const overlaid = overlay ? (await haprxContainer(`../k8s/overlays/${overlay}/controller.yaml`))?.resources?.limits?.memory : undefined;
+  const limit = /^(\d+)(Ki|Mi|Gi)$/.exec(overlaid ?? container?.resources?.limits?.memory ?? '');
   const shipped = container?.env?.find((e) => e.name === 'NODE_OPTIONS')?.value ?? '';
   const percentage = /--max-old-space-size-percentage=(\d+(?:\.\d+)?)/.exec(shipped);
   if (!limit || !percentage) throw new Error('k8s/base/deployment.yaml: expected a memory limit and NODE_OPTIONS with --max-old-space-size-percentage');
@@ -35,5 +44,5 @@ export async function shippedRuntime(): Promise<ShippedRuntime> {
   // The shipped options, with the percentage turned into the size it gives in the container.
   const nodeOptions = `${shipped.replace(percentage[0], `--max-old-space-size=${mib}`)} ${process.env.NODE_OPTIONS ?? ''}`.trim();
   const literal = Object.fromEntries((container?.env ?? []).flatMap((e) => (e.value !== undefined && e.name !== 'NODE_OPTIONS' ? [[e.name, e.value]] : [])));
-  return { mib, source: override > 0 ? 'HEAP_CAP_MIB' : `${percentage[1]}% of the ${limit[0]} limit`, nodeOptions, env: { ...literal, ...process.env, NODE_OPTIONS: nodeOptions } };
+  return { mib, source: override > 0 ? 'HEAP_CAP_MIB' : `${percentage[1]}% of the ${limit[0]} limit${overlaid ? ` of the ${overlay} overlay` : ''}`, nodeOptions, env: { ...literal, ...process.env, NODE_OPTIONS: nodeOptions } };
 }
