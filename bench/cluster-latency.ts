@@ -37,7 +37,7 @@ import { KubeApiDouble, type Obj } from '../test/support/kube-api-double/index.t
 import { freePort } from '../test/support/ports.ts';
 import { type HealthFigures, startHealthProbe } from './health-probe.ts';
 import { program, sleep, tempDir, until } from './local-run.ts';
-import { type PropagationFigures, percentile, propagationBuckets, propagationFigures } from './propagation.ts';
+import { type ModeResult, describeMode, measureChanges, modeColumns } from './change-latency.ts';
 import { shippedRuntime } from './shipped-runtime.ts';
 import { syntheticCluster } from './synthetic.ts';
 
@@ -51,17 +51,6 @@ const TOKEN = 'bench-token';
 const AUTH = { username: 'admin', password: 'adminpwd' };
 const mib = (bytes: number) => Math.round(bytes / 1024 / 1024);
 
-/** One kind of change at one size, as bench/results/cluster-latency.json holds it. */
-export interface ClusterModeResult {
-  change: string;
-  n: number;
-  p50Ms: number;
-  p99Ms: number;
-  maxMs: number;
-  reloads: number;
-  propagation: PropagationFigures;
-}
-
 /** One size, as bench/results/cluster-latency.json holds it. */
 export interface ClusterLatencyResult {
   ingresses: number;
@@ -69,7 +58,7 @@ export interface ClusterLatencyResult {
   heapCap: { mib: number; source: string };
   /** From haprx's start to the first change served (list, render, check, the first deployment with its reload). */
   firstServedMs: number;
-  modes: ClusterModeResult[];
+  modes: ModeResult[];
   rssMib: { afterSync: number; end: number };
   healthz: { start: HealthFigures; changes: HealthFigures };
   loadAverage: string;
@@ -198,32 +187,22 @@ current-context: double
     await sleep(5_000);
     const health = { start: await probe.mark('start') };
     const rssAfterSync = await run.rssMib();
-    const modes: ClusterModeResult[] = [];
+    const modes: ModeResult[] = [];
     const measure = async (label: string, change: (i: number) => { host: string; body: string }) => {
-      const reloadsBefore = (await dataplane.reloadCounts()).reloads;
-      const bucketsBefore = await propagationBuckets(metricsPort);
-      const samples: number[] = [];
-      for (let i = 0; i < ITERATIONS; i++) {
-        await sleep(GAP_MS);
-        const t0 = performance.now();
-        const wall = Date.now();
-        const expect = change(i);
-        await until(run!, label, async () => (await body(expect.host)) === expect.body, 120_000, 2);
-        samples.push(performance.now() - t0);
-        if (process.env.BENCH_LOG) process.stderr.write(`SAMPLE ${label} ${i} ${Math.round(samples.at(-1)!)} ms, changed at ${wall}\n`);
-      }
-      samples.sort((a, b) => a - b);
-      const result: ClusterModeResult = {
-        change: label,
-        n: samples.length,
-        p50Ms: Math.round(percentile(samples, 50)),
-        p99Ms: Math.round(percentile(samples, 99)),
-        maxMs: Math.round(samples.at(-1)!),
-        reloads: (await dataplane.reloadCounts()).reloads - reloadsBefore,
-        propagation: propagationFigures(bucketsBefore, await propagationBuckets(metricsPort)),
-      };
+      const result = await measureChanges({
+        label,
+        iterations: ITERATIONS,
+        gapMs: GAP_MS,
+        metricsPort,
+        run: run!,
+        reloads: async () => (await dataplane.reloadCounts()).reloads,
+        change: async (i) => {
+          const expect = change(i);
+          return async () => (await body(expect.host)) === expect.body;
+        },
+      });
       modes.push(result);
-      console.log(`${size} Ingresses, ${label}: p50 ${result.p50Ms} ms, p99 ${result.p99Ms} ms, max ${result.maxMs} ms, reloads ${result.reloads} (n=${result.n}); haprx_propagation_seconds: p50 ≤ ${result.propagation.p50AtMostMs} ms, p99 ≤ ${result.propagation.p99AtMostMs} ms (n=${result.propagation.n})`);
+      console.log(describeMode(size, result));
     };
     if (MODES.includes('endpoint')) {
       await measure('endpoint change → traffic', (i) => {
@@ -267,11 +246,7 @@ current-context: double
 
 const table: Record<string, Record<string, string>> = {};
 for (const r of results) {
-  const column: Record<string, string> = { 'first served after the start': `${r.firstServedMs} ms` };
-  for (const m of r.modes) {
-    column[`${m.change}, p50 / p99 (reloads)`] = `${m.p50Ms} / ${m.p99Ms} ms (${m.reloads})`;
-    column[`${m.change}, haprx_propagation_seconds p50 / p99 at most`] = `${m.propagation.p50AtMostMs} / ${m.propagation.p99AtMostMs} ms`;
-  }
+  const column: Record<string, string> = { 'first served after the start': `${r.firstServedMs} ms`, ...modeColumns(r.modes) };
   column['RSS after the sync / at the end'] = `${r.rssMib.afterSync} / ${r.rssMib.end} MiB`;
   column['/healthz max while changes ran'] = `${r.healthz.changes.maxMs} ms`;
   table[`${r.ingresses} Ingresses`] = column;

@@ -31,7 +31,7 @@ import { get, startEcho } from '../test/support/echo-backend.ts';
 import { freePort } from '../test/support/ports.ts';
 import { type HealthFigures, startHealthProbe } from './health-probe.ts';
 import { haproxyReferences, type LocalRun, sleep, startLocal, tempDir, until, writeChunks } from './local-run.ts';
-import { type PropagationFigures, percentile, propagationBuckets, propagationFigures } from './propagation.ts';
+import { type ModeResult, describeMode, measureChanges, modeColumns } from './change-latency.ts';
 import { shippedRuntime } from './shipped-runtime.ts';
 import { syntheticCluster, tlsPairs } from './synthetic.ts';
 import { X509Certificate } from 'node:crypto';
@@ -62,23 +62,6 @@ metadata: {name: ${name}, namespace: bench}
 spec:
   rules: [{host: ${host}, http: {paths: [{path: /, pathType: Prefix, backend: {service: {name: ${to}, port: {number: 80}}}}]}}]
 `;
-
-/** One kind of change at one size, as bench/results/latency.json holds it. */
-export interface ModeResult {
-  change: string;
-  n: number;
-  p50Ms: number;
-  p99Ms: number;
-  maxMs: number;
-  reloads: number;
-  /**
-   * The same changes as haprx_propagation_seconds saw them: from the change seen to the
-   * deployment complete (which, after the runtime operations that make traffic follow,
-   * writes the state files), without the file watching of local mode and the polling
-   * here; the bucket bounds p50 and p99 fall in.
-   */
-  propagation: PropagationFigures;
-}
 
 /** One size, as bench/results/latency.json holds it (bench/summary.ts reads it). */
 export interface LatencyResult {
@@ -133,23 +116,20 @@ for (const size of SIZES) {
     const modes: ModeResult[] = [];
     /** Runs one kind of change ITERATIONS times; each `change(i)` returns the host and body (or certificate) that prove it is served. */
     const measure = async (label: string, change: (i: number) => Promise<{ host: string; body: string } | { host: string; serial: string }>) => {
-      const reloadsBefore = await haprx.reloads();
-      const bucketsBefore = await propagationBuckets(metricsPort);
-      const samples: number[] = [];
-      for (let i = 0; i < ITERATIONS; i++) {
-        await sleep(GAP_MS);
-        const started = performance.now();
-        const wall = Date.now();
-        const expect = await change(i);
-        const served = 'serial' in expect ? async () => (await servedSerial(httpsPort, expect.host)) === expect.serial : async () => (await body(expect.host)) === expect.body;
-        await until(haprx, label, served, 120_000, 2);
-        samples.push(performance.now() - started);
-        if (process.env.BENCH_LOG) process.stderr.write(`SAMPLE ${label} ${i} ${Math.round(samples.at(-1)!)} ms written at ${wall}\n`);
-      }
-      samples.sort((a, b) => a - b);
-      const result = { change: label, n: samples.length, p50Ms: Math.round(percentile(samples, 50)), p99Ms: Math.round(percentile(samples, 99)), maxMs: Math.round(samples.at(-1)!), reloads: (await haprx.reloads()) - reloadsBefore, propagation: propagationFigures(bucketsBefore, await propagationBuckets(metricsPort)) };
+      const result = await measureChanges({
+        label,
+        iterations: ITERATIONS,
+        gapMs: GAP_MS,
+        metricsPort,
+        run: haprx,
+        reloads: () => haprx.reloads(),
+        change: async (i) => {
+          const expect = await change(i);
+          return 'serial' in expect ? async () => (await servedSerial(httpsPort, expect.host)) === expect.serial : async () => (await body(expect.host)) === expect.body;
+        },
+      });
       modes.push(result);
-      console.log(`${size} Ingresses, ${label}: p50 ${result.p50Ms} ms, p99 ${result.p99Ms} ms, max ${result.maxMs} ms, reloads ${result.reloads} (n=${result.n}); haprx_propagation_seconds (to the deployment's end): p50 ≤ ${result.propagation.p50AtMostMs} ms, p99 ≤ ${result.propagation.p99AtMostMs} ms (n=${result.propagation.n})`);
+      console.log(describeMode(size, result));
     };
     if (MODES.includes('endpoint')) {
       await measure('endpoint change → traffic', async (i) => {
@@ -202,11 +182,7 @@ for (const size of SIZES) {
 
 const table: Record<string, Record<string, string>> = {};
 for (const r of results) {
-  const column: Record<string, string> = {};
-  for (const m of r.modes) {
-    column[`${m.change}, p50 / p99 (reloads)`] = `${m.p50Ms} / ${m.p99Ms} ms (${m.reloads})`;
-    column[`${m.change}, haprx_propagation_seconds p50 / p99 at most`] = `${m.propagation.p50AtMostMs} / ${m.propagation.p99AtMostMs} ms`;
-  }
+  const column = modeColumns(r.modes);
   column['haproxy -c on the same output'] = `${r.haproxyCheckMs} ms`;
   column['master reload to the same output'] = `${r.reloadMs} ms`;
   column['/healthz max while changes ran'] = `${r.healthz.maxMs} ms`;

@@ -9,7 +9,8 @@
  */
 import { readFile, writeFile } from 'node:fs/promises';
 import { loadavg } from 'node:os';
-import type { LatencyResult, ModeResult } from './endpoint-latency.ts';
+import type { ModeResult } from './change-latency.ts';
+import type { LatencyResult } from './endpoint-latency.ts';
 import type { HealthFigures } from './health-probe.ts';
 import type { ScaleResult } from './scale.ts';
 
