@@ -112,7 +112,7 @@ function startRun(kubeconfig: string, healthPort: number, metricsPort: number, e
   const { KUBERNETES_SERVICE_HOST: _host, ...inherited } = env;
   const child: ChildProcess = spawn(
     process.execPath,
-    [...(process.env.PROFILE_DIR ? ['--cpu-prof', `--cpu-prof-dir=${process.env.PROFILE_DIR}`] : []), ...(process.env.HAPRX_NODE_FLAGS?.split(' ').filter(Boolean) ?? []), program, 'run', '--kubeconfig', kubeconfig, '--configmap', 'haprx', '--credentials-secret', 'haprx-dataplane', '--lease', 'haprx-leader', '--identity', 'bench-0', '--health-port', String(healthPort), '--metrics-port', String(metricsPort), '--debug-port', '0'],
+    [...(process.env.PROFILE_DIR ? ['--cpu-prof', `--cpu-prof-dir=${process.env.PROFILE_DIR}`, `--import=${new URL('./stall-probe.ts', import.meta.url).pathname}`] : []), ...(process.env.HAPRX_NODE_FLAGS?.split(' ').filter(Boolean) ?? []), program, 'run', '--kubeconfig', kubeconfig, '--configmap', 'haprx', '--credentials-secret', 'haprx-dataplane', '--lease', 'haprx-leader', '--identity', 'bench-0', '--health-port', String(healthPort), '--metrics-port', String(metricsPort), '--debug-port', '0'],
     { cwd: root, stdio: ['ignore', 'pipe', 'inherit'], env: inherited },
   );
   const run = {

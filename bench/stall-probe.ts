@@ -1,5 +1,6 @@
 /**
- * Preloaded into haprx by the benchmarks when PROFILE_DIR is set (bench/local-run.ts):
+ * Preloaded into haprx by the benchmarks when PROFILE_DIR is set (bench/local-run.ts,
+ * bench/cluster-latency.ts):
  * a 5 ms interval timer on the main thread that writes every gap over 60 ms, with the
  * monotonic time it ended (µs, the clock of V8's CPU profiles), to
  * `<PROFILE_DIR>/stalls-<pid>.txt`. `node bench/stalls.ts <profile> <stalls>` then lists

@@ -4,6 +4,7 @@ import { type BackoffOptions, DEFAULT_BACKOFF, backoffDelay } from '../backoff.t
 import { type KubeObject, type ResourceChange, objectKey, refOf } from './resource.ts';
 import { fieldSelector as parseFieldFilter } from './selector.ts';
 import { DEFAULT_STRIP, stripFields } from './store.ts';
+import { nextTurn } from '../turns.ts';
 
 /** One resource set to list and watch. */
 export interface WatchSpec {
@@ -72,6 +73,13 @@ interface WatchEnd {
   message?: string;
 }
 
+/**
+ * How the first list is passed on: one replace of this many objects, then an upsert
+ * for each of the rest, holding the event loop at most SLICE_MS at a time.
+ */
+const FIRST_REPLACE = 200;
+const SLICE_MS = 10;
+
 export const LIST_WATCH_DEFAULTS = {
   pageSize: 500,
   watchTimeoutSeconds: [300, 600] as const,
@@ -90,8 +98,9 @@ interface KubeList {
 /**
  * One resource set as an observable of changes, the way an informer keeps it:
  *
- * - list (in pages), emit the whole set as one `replace`, and `synced` after the
- *   first list;
+ * - list (in pages) and emit the set as one `replace`, then `synced` after the first
+ *   list; of a large first list, the objects past the first 200 follow the replace as
+ *   `upsert`s, in slices of the event loop;
  * - watch from the list's resourceVersion, with bookmarks; each event is an
  *   `upsert` or a `delete`, and every event and bookmark advances the resourceVersion;
  * - when a watch ends, resume from the last resourceVersion, so nothing is missed and
@@ -317,8 +326,26 @@ export function listWatch(api: KubeApi, spec: WatchSpec, options: ListWatchOptio
       known = new Set(passed.map(objectKey));
       resourceVersion = listed.resourceVersion;
       diagnose({ type: 'listed', set: spec.name, items: listed.items.length, pages: listed.pages, resourceVersion });
-      emit({ type: 'replace', resource: spec.name, objects: passed });
-      if (!synced) emit({ type: 'synced', resource: spec.name });
+      if (synced) {
+        emit({ type: 'replace', resource: spec.name, objects: passed });
+        return { synced: true };
+      }
+      // The first list fills an empty set, so a replace of its first objects and an
+      // upsert for each of the rest say the same. Those go on in slices, with a turn of
+      // the event loop between them: as one replace, 10k EndpointSlices held the loop for
+      // about a second while the receivers took them (sealing, indexing, posting them to
+      // the render thread), longer than a liveness probe waits for /healthz.
+      emit({ type: 'replace', resource: spec.name, objects: passed.slice(0, FIRST_REPLACE) });
+      let since = performance.now();
+      for (let i = FIRST_REPLACE; i < passed.length; i++) {
+        if (performance.now() - since >= SLICE_MS) {
+          await nextTurn();
+          if (stopped) return { synced };
+          since = performance.now();
+        }
+        emit({ type: 'upsert', resource: spec.name, object: passed[i]! });
+      }
+      emit({ type: 'synced', resource: spec.name });
       return { synced: true };
     };
 

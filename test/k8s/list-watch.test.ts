@@ -348,6 +348,36 @@ describe('listWatch', () => {
     assert.equal(alive, 0, `${alive} of 50 listed objects are still held while the watch runs`);
   });
 
+  it('passes a large first list on as a replace of its first objects and upserts of the rest, giving the event loop turns', async () => {
+    // As one replace, 10k objects held the loop for about a second while the receivers took them.
+    const fake = {
+      async request() {
+        const items = Array.from({ length: 2_000 }, (_, i) => ({ metadata: { name: `cm-${i}`, namespace: 'a', resourceVersion: '3' } }));
+        return { ok: true, status: 200, body: { kind: 'ConfigMapList', apiVersion: 'v1', metadata: { resourceVersion: '3' }, items } };
+      },
+      watch: () => new Promise<AbortController>(() => undefined),
+    } as unknown as KubeApi;
+    const changes: ResourceChange[] = [];
+    let timerFired = false;
+    let upsertsBeforeTimer = 0;
+    const subscription = listWatch(fake, CONFIGMAPS, FAST).subscribe((c) => {
+      if (changes.length === 0) setTimeout(() => (timerFired = true), 0);
+      changes.push(c);
+      if (c.type === 'upsert' && !timerFired) upsertsBeforeTimer++;
+      // A receiver that takes its time with each object, as the stores do at 10k.
+      const until = performance.now() + (c.type === 'upsert' ? 0.05 : 0);
+      while (performance.now() < until);
+    });
+    stops.push(() => subscription.unsubscribe());
+    await until('synced', () => changes.at(-1)?.type === 'synced');
+    const replace = changes[0] as Extract<ResourceChange, { type: 'replace' }>;
+    assert.equal(replace.type, 'replace');
+    assert.equal(replace.objects.length, 200);
+    assert.deepEqual([...new Set(changes.slice(1, -1).map((c) => c.type))], ['upsert']);
+    assert.deepEqual([...fold(changes).keys()].sort(), Array.from({ length: 2_000 }, (_, i) => `a/cm-${i}`).sort(), 'every object, once');
+    assert.ok(upsertsBeforeTimer < 1_800, `a timer ran while the list was passed on (after ${upsertsBeforeTimer} of 1,800 upserts)`);
+  });
+
   it('closes its watch when unsubscribed', async () => {
     const { subscription } = start();
     await until('watching', () => double.openWatches('configmaps') === 1);
