@@ -30,6 +30,9 @@ const KEEP_LINES = 200;
 /** The most of its output a start hands to the caller that asked for it. */
 const COLLECT_LIMIT = 4 * 1024 * 1024;
 
+/** Runtime commands that only read. */
+const READ = /^show\s/;
+
 /**
  * One haproxy in master-worker mode, driven through its master CLI: runtime
  * commands go to the current worker (`@1 …`), reloads to the master. HAProxy 2.6's
@@ -140,10 +143,18 @@ export class HaproxyProcess {
   /**
    * Sends a runtime API command to the current worker. Commands sent without waiting
    * for each other's answers are pipelined over one connection, answered in order.
+   *
+   * A `show` goes on a connection of its own, whose close ends the answer, once every
+   * command sent before it has its answer (so that it reads what they did). A read can
+   * answer megabytes (a map of 20k entries, the crt-list of 10k certificates), and
+   * haproxy 2.6's master CLI at times leaves the prompt off after such an answer: the
+   * session, whose answers end at the prompt, then waited for it until its timeout.
    */
-  runtime(command: string): Promise<string> {
+  async runtime(command: string): Promise<string> {
     this.session ??= new CliSession(this.masterSocket);
-    return this.session.send(`@1 ${command}`);
+    if (!READ.test(command)) return this.session.send(`@1 ${command}`);
+    await this.session.idle();
+    return cliCommand(this.masterSocket, `@1 ${command}`);
   }
 
   async showProc(): Promise<ProcInfo> {

@@ -90,6 +90,8 @@ export class CliSession {
   /** The prompt that answers `prompt` itself has not come yet. */
   private awaitingFirstPrompt = false;
   private timer: NodeJS.Timeout | undefined;
+  /** Told when no command waits for its answer any more. */
+  private idlers: (() => void)[] = [];
 
   constructor(socketPath: string, options: { timeoutMs?: number } = {}) {
     this.socketPath = socketPath;
@@ -117,6 +119,12 @@ export class CliSession {
       // The timer runs for the oldest command: one sent behind it does not give it more time.
       if (!this.timer) this.arm();
     });
+  }
+
+  /** Resolves once every command sent so far has its answer (or has failed). */
+  idle(): Promise<void> {
+    if (this.pending.length === 0) return Promise.resolve();
+    return new Promise((resolve) => this.idlers.push(resolve));
   }
 
   /** Closes the connection; commands still waiting fail. */
@@ -159,6 +167,11 @@ export class CliSession {
       this.pending.shift()?.resolve(reply);
     }
     this.arm();
+    if (this.pending.length === 0) this.wakeIdlers();
+  }
+
+  private wakeIdlers(): void {
+    for (const resolve of this.idlers.splice(0)) resolve();
   }
 
   /** A timer for the oldest command still waiting; none when nothing waits. */
@@ -180,5 +193,6 @@ export class CliSession {
     const waiting = this.pending;
     this.pending = [];
     for (const p of waiting) p.reject(err);
+    this.wakeIdlers();
   }
 }
