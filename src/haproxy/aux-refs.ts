@@ -10,7 +10,7 @@
  * and a rewrite changes all of them, so that every name a file goes by (a map
  * converter and a `set-map` action must name one map) stays the same.
  */
-import { AUX_DIRS, type AuxKind } from '../templating/rendered.ts';
+import { AUX_DIRS, type AuxKind, pieceStarts } from '../templating/rendered.ts';
 import { isSectionKeyword } from './config.ts';
 
 /** Which global base directive redirects relative paths of a reference. */
@@ -221,33 +221,19 @@ function scanPiece(piece: string, section: string): PieceScan {
 }
 
 /**
- * haproxy.cfg is scanned in pieces cut before every 64th line that starts with a
- * letter (a section header, in a configuration with indented bodies), and what each
- * piece held is kept until the next scan: a deployment scans the text the one before
- * it scanned, or that text with a few server lines changed, and at 10k Ingresses a
- * whole scan holds the event loop for some 80 ms. A piece is known by its text and the
+ * haproxy.cfg is scanned in the pieces its hash is made of (pieceStarts), and what each
+ * piece held is kept until the next scan: a deployment scans the text the one before it
+ * scanned, or that text with a few server lines changed, and at 10k Ingresses a whole
+ * scan holds the event loop for some 80 ms. A piece is known by its text and the
  * section it starts in, so the result is the one a scan line by line gives. What is
  * kept refers to the last text scanned (slices of it), which its configuration holds
  * anyway.
  */
-const PIECE_HEADERS = 64;
-const HEADER_AFTER_NEWLINE = /\n[A-Za-z]/g;
 let lastPieces = new Map<string, Map<string, PieceScan>>();
 
 function piecesOf(main: string): string[] {
-  const pieces: string[] = [];
-  let start = 0;
-  let headers = /^[A-Za-z]/.test(main) ? 1 : 0;
-  HEADER_AFTER_NEWLINE.lastIndex = 0;
-  for (let m = HEADER_AFTER_NEWLINE.exec(main); m !== null; m = HEADER_AFTER_NEWLINE.exec(main)) {
-    if (headers > 0 && headers % PIECE_HEADERS === 0) {
-      pieces.push(main.slice(start, m.index + 1));
-      start = m.index + 1;
-    }
-    headers++;
-  }
-  pieces.push(main.slice(start));
-  return pieces;
+  const starts = pieceStarts(main);
+  return starts.map((start, i) => main.slice(start, starts[i + 1] ?? main.length));
 }
 
 /** Every auxiliary reference of haproxy.cfg, in .if blocks too, with the global base directives. */

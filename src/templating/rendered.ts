@@ -200,7 +200,12 @@ function digestOf(config: RenderedConfig): Digest {
   return digest;
 }
 
-function mainDigest(main: string): Digest['main'] {
+/**
+ * Where the pieces of haproxy.cfg start: at 0, and before every 64th line that starts
+ * with a letter. Work on the whole text that can be kept piece by piece cuts it here
+ * (the hash; the scan for file references, haproxy/aux-refs.ts).
+ */
+export function pieceStarts(main: string): number[] {
   const starts = [0];
   let headers = /^[A-Za-z]/.test(main) ? 1 : 0;
   HEADER_AFTER_NEWLINE.lastIndex = 0;
@@ -208,6 +213,11 @@ function mainDigest(main: string): Digest['main'] {
     if (headers > 0 && headers % PIECE_HEADERS === 0) starts.push(m.index + 1);
     headers++;
   }
+  return starts;
+}
+
+function mainDigest(main: string): Digest['main'] {
+  const starts = pieceStarts(main);
   return { starts, digests: starts.map((start, i) => sha256(main.slice(start, starts[i + 1] ?? main.length))) };
 }
 
