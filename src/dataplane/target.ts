@@ -212,6 +212,8 @@ export class DataplaneTarget {
       if (this.pendingDeletes.size > 0) detail.pendingDeletes = [...this.pendingDeletes.keys()];
       return { ...outcome, ...(detail.drift !== undefined && { drift: detail.drift }), detail };
     };
+    /** A fast change goes by the runtime API or not at all: why not, for the full deployment that follows. */
+    const leftToFull = (why: string) => finish({ ok: false, reloaded: false, runtimeOps: 0, error: `fast path: ${why}; left to the full deployment` });
     try {
       if (signal?.aborted) throw new Aborted('aborted before it started');
       const info = await this.client.info(signal);
@@ -226,7 +228,7 @@ export class DataplaneTarget {
         const versionRead = this.fetchVersion(ctx);
         versionRead.catch(() => undefined);
         const result = await this.runtime(config, fast.ops, known, versionRead, info, ctx);
-        if (!result.ok) return finish({ ok: false, reloaded: false, runtimeOps: 0, error: `fast path: ${result.reasons.join('; ')}; left to the full deployment` });
+        if (!result.ok) return leftToFull(result.reasons.join('; '));
         detail.mode = 'runtime';
         return finish({ ok: true, reloaded: false, runtimeOps: fast.ops.length });
       }
@@ -246,7 +248,7 @@ export class DataplaneTarget {
       // plans from this render, and from anything else the plan is done again in full.
       if (plan.kind === 'none' && previous && previous.config.hash !== config.hash) plan = { kind: 'runtime', ops: [] };
       if (plan.kind === 'none') return finish({ ok: true, reloaded: false, runtimeOps: 0 });
-      if (fast && (plan.kind !== 'runtime' || !previous)) return finish({ ok: false, reloaded: false, runtimeOps: 0, error: `fast path: ${plan.kind === 'reload' ? (plan.reasons[0] ?? 'needs a reload') : 'nothing known deployed'}; left to the full deployment` });
+      if (fast && (plan.kind !== 'runtime' || !previous)) return leftToFull(plan.kind === 'reload' ? (plan.reasons[0] ?? 'needs a reload') : 'nothing known deployed');
       let reasons = plan.kind === 'reload' ? plan.reasons : [];
       if (plan.kind === 'runtime' && previous) {
         const result = await this.runtime(config, plan.ops, previous, version, info, ctx);
@@ -255,7 +257,7 @@ export class DataplaneTarget {
           return finish({ ok: true, reloaded: false, runtimeOps: plan.ops.length });
         }
         reasons = result.reasons;
-        if (fast) return finish({ ok: false, reloaded: false, runtimeOps: 0, error: `fast path: ${reasons.join('; ')}; left to the full deployment` });
+        if (fast) return leftToFull(reasons.join('; '));
         this.step('fallback', reasons.join('; '));
         if (result.refetch) version = await this.fetchVersion(ctx);
       }
