@@ -23,11 +23,9 @@
  *
  *   npm run bench:cluster-latency   (SIZES=1000,10000 ITERATIONS=30 GAP_MS=2500 MODES=endpoint,host)
  */
-import { type ChildProcess, spawn } from 'node:child_process';
 import { mkdir, readFile, writeFile } from 'node:fs/promises';
 import { loadavg } from 'node:os';
 import { join } from 'node:path';
-import { createInterface } from 'node:readline';
 import { readTemplateDir } from '../src/config/template-dir.ts';
 import { rawToConfigMapData } from '../src/k8s/config-map.ts';
 import type { KubeObject } from '../src/k8s/resource.ts';
@@ -36,7 +34,7 @@ import { get, startEcho } from '../test/support/echo-backend.ts';
 import { KubeApiDouble, type Obj } from '../test/support/kube-api-double/index.ts';
 import { freePort } from '../test/support/ports.ts';
 import { type HealthFigures, startHealthProbe } from './health-probe.ts';
-import { program, sleep, tempDir, until } from './local-run.ts';
+import { sleep, spawnHaprx, tempDir, until } from './local-run.ts';
 import { type ModeResult, describeMode, measureChanges, modeColumns } from './change-latency.ts';
 import { shippedRuntime } from './shipped-runtime.ts';
 import { syntheticCluster } from './synthetic.ts';
@@ -104,40 +102,19 @@ const haproxyPod: Obj = {
 const b64 = (text: string) => Buffer.from(text).toString('base64');
 const credentials: Obj = { apiVersion: 'v1', kind: 'Secret', metadata: { name: 'haprx-dataplane', namespace: NS }, data: { username: b64(AUTH.username), password: b64(AUTH.password) } };
 
-/**
- * `haprx run` against the double, as the image runs it (PROFILE_DIR and HAPRX_NODE_FLAGS as
- * bench/local-run.ts takes them); a stop that never waits for an exit that already happened.
- */
+/** `haprx run` against the double, as the image runs it, with its resident memory. */
 function startRun(kubeconfig: string, healthPort: number, metricsPort: number, env: NodeJS.ProcessEnv) {
   const { KUBERNETES_SERVICE_HOST: _host, ...inherited } = env;
-  const child: ChildProcess = spawn(
-    process.execPath,
-    [...(process.env.PROFILE_DIR ? ['--cpu-prof', `--cpu-prof-dir=${process.env.PROFILE_DIR}`, `--import=${new URL('./stall-probe.ts', import.meta.url).pathname}`] : []), ...(process.env.HAPRX_NODE_FLAGS?.split(' ').filter(Boolean) ?? []), program, 'run', '--kubeconfig', kubeconfig, '--configmap', 'haprx', '--credentials-secret', 'haprx-dataplane', '--lease', 'haprx-leader', '--identity', 'bench-0', '--health-port', String(healthPort), '--metrics-port', String(metricsPort), '--debug-port', '0'],
-    { cwd: root, stdio: ['ignore', 'pipe', 'inherit'], env: inherited },
+  const haprx = spawnHaprx(
+    ['run', '--kubeconfig', kubeconfig, '--configmap', 'haprx', '--credentials-secret', 'haprx-dataplane', '--lease', 'haprx-leader', '--identity', 'bench-0', '--health-port', String(healthPort), '--metrics-port', String(metricsPort), '--debug-port', '0'],
+    inherited,
   );
-  const run = {
-    exited: undefined as string | undefined,
-    alive() {
-      if (run.exited !== undefined) throw new Error(`haprx run ${run.exited}`);
-    },
+  return Object.assign(haprx, {
     async rssMib() {
-      const kib = /^VmRSS:\s+(\d+) kB$/m.exec(await readFile(`/proc/${child.pid}/status`, 'utf8').catch(() => ''));
+      const kib = /^VmRSS:\s+(\d+) kB$/m.exec(await readFile(`/proc/${haprx.child.pid}/status`, 'utf8').catch(() => ''));
       return kib ? mib(Number(kib[1]) * 1024) : 0;
     },
-    async stop() {
-      if (run.exited !== undefined) return;
-      const gone = new Promise((resolve) => child.once('exit', resolve));
-      child.kill('SIGTERM');
-      await Promise.race([gone, sleep(15_000).then(() => child.kill('SIGKILL'))]);
-    },
-  };
-  child.once('exit', (code, signal) => {
-    run.exited = signal ? `was killed by ${signal}` : `exited with code ${code}`;
   });
-  createInterface({ input: child.stdout!, crlfDelay: Infinity }).on('line', (line) => {
-    if (process.env.BENCH_LOG) process.stderr.write(`${line}\n`);
-  });
-  return run;
 }
 
 const echoes = [await startEcho('blue'), await startEcho('green')];

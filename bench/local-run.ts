@@ -33,16 +33,11 @@ export interface Deployment {
   reloaded: boolean;
 }
 
-export interface LocalRun {
-  child: ChildProcess;
+/** `haprx local`; `stop` also stops a haproxy it left behind. */
+export interface LocalRun extends HaprxChild {
   stateDir: string;
   deployments: Deployment[];
-  /** Set once the process has exited, with how. */
-  exited: string | undefined;
-  /** Throws when haprx has exited: call it in every wait loop. */
-  alive(): void;
   reloads(): Promise<number>;
-  stop(): Promise<void>;
 }
 
 export interface LocalRunOptions {
@@ -54,27 +49,76 @@ export interface LocalRunOptions {
   env?: NodeJS.ProcessEnv;
 }
 
-export function startLocal(options: LocalRunOptions): LocalRun {
-  const sets = Object.entries({ bindAddress: '127.0.0.1', ...options.sets }).flatMap(([k, v]) => ['--set', `${k}=${v}`]);
+/** A haprx process as a benchmark runs it. */
+export interface HaprxChild {
+  child: ChildProcess;
+  /** Set once the process has exited, with how. */
+  exited: string | undefined;
+  /** Throws when haprx has exited: call it in every wait loop. */
+  alive(): void;
+  /** SIGTERM, then SIGKILL after 15 s; nothing when it has exited already. */
+  stop(): Promise<void>;
+}
+
+/**
+ * Starts haprx with `args` (`local …`, `run …`): PROFILE_DIR=<dir> writes a CPU profile
+ * of it there when it stops, and its event loop's stalls (bench/stall-probe.ts);
+ * HAPRX_NODE_FLAGS adds V8/Node flags; BENCH_LOG=1 shows its output, V8's own lines
+ * (HAPRX_NODE_FLAGS=--trace-gc) included. `onLine` gets each line it prints.
+ */
+export function spawnHaprx(args: readonly string[], env: NodeJS.ProcessEnv, onLine?: (line: string) => void): HaprxChild {
   const child = spawn(
     process.execPath,
-    // PROFILE_DIR=<dir> writes a CPU profile of haprx there when it stops, and its event loop's stalls (bench/stall-probe.ts);
-    // HAPRX_NODE_FLAGS adds V8/Node flags.
-    [...(process.env.PROFILE_DIR ? ['--cpu-prof', `--cpu-prof-dir=${process.env.PROFILE_DIR}`, `--import=${new URL('./stall-probe.ts', import.meta.url).pathname}`] : []), ...(process.env.HAPRX_NODE_FLAGS?.split(' ').filter(Boolean) ?? []), program, 'local', options.manifests, '--state-dir', options.stateDir, ...sets, '--health-port', String(options.healthPort ?? 0), '--debug-port', '0', '--metrics-port', String(options.metricsPort ?? 0)],
-    { cwd: root, stdio: ['ignore', 'pipe', 'inherit'], env: options.env ?? process.env },
+    [...(process.env.PROFILE_DIR ? ['--cpu-prof', `--cpu-prof-dir=${process.env.PROFILE_DIR}`, `--import=${new URL('./stall-probe.ts', import.meta.url).pathname}`] : []), ...(process.env.HAPRX_NODE_FLAGS?.split(' ').filter(Boolean) ?? []), program, ...args],
+    { cwd: root, stdio: ['ignore', 'pipe', 'inherit'], env },
   );
-  const run: LocalRun = {
+  const haprx: HaprxChild = {
     child,
-    stateDir: options.stateDir,
-    deployments: [],
     exited: undefined,
     alive() {
-      if (run.exited !== undefined) throw new Error(`haprx local ${run.exited}`);
+      if (haprx.exited !== undefined) throw new Error(`haprx ${args[0]} ${haprx.exited}`);
     },
+    async stop() {
+      if (haprx.exited !== undefined) return;
+      const gone = new Promise((resolve) => child.once('exit', resolve));
+      child.kill('SIGTERM');
+      await Promise.race([gone, sleep(15_000).then(() => child.kill('SIGKILL'))]);
+    },
+  };
+  child.once('exit', (code, signal) => {
+    haprx.exited = signal ? `was killed by ${signal}` : `exited with code ${code}`;
+  });
+  createInterface({ input: child.stdout!, crlfDelay: Infinity }).on('line', (line) => {
+    if (process.env.BENCH_LOG) process.stderr.write(`${line}\n`);
+    onLine?.(line);
+  });
+  return haprx;
+}
+
+export function startLocal(options: LocalRunOptions): LocalRun {
+  const sets = Object.entries({ bindAddress: '127.0.0.1', ...options.sets }).flatMap(([k, v]) => ['--set', `${k}=${v}`]);
+  const deployments: Deployment[] = [];
+  const haprx = spawnHaprx(
+    ['local', options.manifests, '--state-dir', options.stateDir, ...sets, '--health-port', String(options.healthPort ?? 0), '--debug-port', '0', '--metrics-port', String(options.metricsPort ?? 0)],
+    options.env ?? process.env,
+    (line) => {
+      if (!line.startsWith('{')) return;
+      const record = JSON.parse(line) as { msg: string; reloaded?: boolean };
+      if (record.msg.startsWith('deployed to local')) deployments.push({ at: performance.now(), reloaded: record.reloaded === true });
+    },
+  );
+  return {
+    child: haprx.child,
+    stateDir: options.stateDir,
+    deployments,
+    get exited() {
+      return haprx.exited;
+    },
+    alive: () => haprx.alive(),
     async reloads() {
       // The master re-executes on a reload and refuses connections for a moment.
       for (let attempt = 0; ; attempt++) {
-        run.alive();
+        haprx.alive();
         try {
           return parseShowProc(await cliCommand(join(options.stateDir, 'master.sock'), 'show proc'))!.reloads;
         } catch (err) {
@@ -84,27 +128,12 @@ export function startLocal(options: LocalRunOptions): LocalRun {
       }
     },
     async stop() {
-      if (run.exited === undefined) {
-        const gone = new Promise((resolve) => child.once('exit', resolve));
-        child.kill('SIGTERM');
-        await Promise.race([gone, sleep(15_000).then(() => child.kill('SIGKILL'))]);
-      }
+      await haprx.stop();
       // A haprx killed or dead leaves its haproxy running, sharing the ports (SO_REUSEPORT)
       // with the next run's: that one's changes would seem not to be served.
       await stopLeftHaproxy(options.stateDir);
     },
   };
-  child.once('exit', (code, signal) => {
-    run.exited = signal ? `was killed by ${signal}` : `exited with code ${code}`;
-  });
-  createInterface({ input: child.stdout!, crlfDelay: Infinity }).on('line', (line) => {
-    // BENCH_LOG=1 shows haprx's output, V8's own lines (HAPRX_NODE_FLAGS=--trace-gc) included.
-    if (process.env.BENCH_LOG) process.stderr.write(`${line}\n`);
-    if (!line.startsWith('{')) return;
-    const record = JSON.parse(line) as { msg: string; reloaded?: boolean };
-    if (record.msg.startsWith('deployed to local')) run.deployments.push({ at: performance.now(), reloaded: record.reloaded === true });
-  });
-  return run;
 }
 
 export const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));

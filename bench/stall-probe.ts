@@ -1,7 +1,6 @@
 /**
- * Preloaded into haprx by the benchmarks when PROFILE_DIR is set (bench/local-run.ts,
- * bench/cluster-latency.ts):
- * a 5 ms interval timer on the main thread that writes every gap over 60 ms, with the
+ * Preloaded into haprx by the benchmarks when PROFILE_DIR is set (spawnHaprx in
+ * bench/local-run.ts): a 5 ms interval timer on the main thread that writes every gap over 60 ms, with the
  * monotonic time it ended (µs, the clock of V8's CPU profiles), to
  * `<PROFILE_DIR>/stalls-<pid>.txt`. `node bench/stalls.ts <profile> <stalls>` then lists
  * what the profile shows running in each.
