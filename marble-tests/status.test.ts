@@ -131,6 +131,24 @@ describe('statusWriter', () => {
     });
   });
 
+  it('after a restart, leaves the address an Ingress shows until a deployment says what serves it', () => {
+    const ingressSets = new Map([['ingresses', { apiVersion: 'networking.k8s.io/v1', resource: 'ingresses' }]]);
+    const shown = { loadBalancer: { ingress: [{ ip: '192.0.2.1' }] } };
+    const web: KubeObject = { apiVersion: 'networking.k8s.io/v1', kind: 'Ingress', metadata: { name: 'web', namespace: 'shop', resourceVersion: '1', generation: 1 }, spec: {}, status: shown };
+    const declaredWeb: ObjectStatus = { ref: { apiVersion: 'networking.k8s.io/v1', kind: 'Ingress', namespace: 'shop', name: 'web' }, generation: 1, served: true, conditions: [], fields: {}, entries: [] };
+    marbles().run(({ cold, hot, expectObservable, flush }) => {
+      const api = fakeApi(cold);
+      api.objects.set('web', web);
+      const observed$ = hot<ResourceChange>('a', { a: { type: 'upsert', resource: 'ingresses', object: web } });
+      // Rendered at 1ms; the first deployment fails at 100ms (an instance is down), the next one at 300ms is live.
+      const events$ = hot<ControllerEvent>('-r 98ms f 199ms d', { r: rendered('one', declaredWeb), f: { ...deployed('one'), results: [{ ...ok, ok: false, error: 'connection refused' }] } as ControllerEvent, d: deployed('one') });
+      const out = statusWriter({ events$, observed$, leader$: hot('t', { t: true }), addresses$: hot('u', { u: [{ ip: '192.0.2.1' }] }) }, { patch: (t, b) => api.patch(t, b), sets: ingressSets });
+      expectObservable(out.pipe(label), '^ 1s !').toBe('');
+      flush();
+      assert.deepEqual(api.calls, [], 'the address was never taken away, nor written again');
+    });
+  });
+
   it('leaves an object alone while the cluster has a newer generation than the render that declared it', () => {
     marbles().run(({ cold, hot, expectObservable }) => {
       const api = fakeApi(cold);

@@ -11,7 +11,7 @@
  * deployment is on its way, False/Invalid once haproxy refused the configuration,
  * and False/Pending once its deployment failed; and `served` is what the live
  * render said (a new Ingress gets its address once it is served, an updated one
- * keeps it meanwhile).
+ * keeps it meanwhile), unsaid until a deployment since the start made one live.
  */
 import type { ControllerEvent } from '../events.ts';
 import { textDigest } from '../text-digest.ts';
@@ -35,6 +35,8 @@ interface Composed {
   gate: string;
   held: Held;
   liveHeld: Held | undefined;
+  /** Whether a deployment since the start made a render live (until then `served` is unsaid). */
+  liveKnown: boolean;
   failure: Failure | undefined;
 }
 
@@ -158,13 +160,14 @@ export class StatusBook {
   private recompose(): string[] {
     const changed: string[] = [];
     const failure = this.failure?.hash === this.latestHash ? this.failure : undefined;
+    const liveKnown = this.live !== undefined;
     for (const [key, held] of this.latest) {
       const liveHeld = this.live?.declared.get(key);
       const before = this.composedText.get(key);
       // Made of the same records as before: the same text (most keys, on most events, at 10k objects).
-      if (before !== undefined && before.held === held && before.liveHeld === liveHeld && before.failure === failure) continue;
+      if (before !== undefined && before.held === held && before.liveHeld === liveHeld && before.liveKnown === liveKnown && before.failure === failure) continue;
       const gate = this.gate(key, held);
-      this.composedText.set(key, { gate, held, liveHeld, failure });
+      this.composedText.set(key, { gate, held, liveHeld, liveKnown, failure });
       // Equal declarations have equal digests: compared in place, not joined into one more string per key.
       if (before === undefined || before.gate !== gate || (before.held !== held && before.held.digest !== held.digest)) changed.push(key);
     }
@@ -187,7 +190,7 @@ export class StatusBook {
     const liveHeld = this.live?.declared.get(key);
     if (liveHeld !== undefined && liveHeld.digest === held.digest) return 'live';
     const failure = this.failure?.hash === this.latestHash ? this.failure : undefined;
-    return `${failure ? `${failure.reason}:${failure.message}` : 'pending'}\u0000${liveHeld?.status.served === true}`;
+    return `${failure ? `${failure.reason}:${failure.message}` : 'pending'}\u0000${this.live === undefined ? 'unknown' : liveHeld?.status.served === true}`;
   }
 
   private compose(key: string, held: Held): ObjectStatus {
@@ -201,9 +204,12 @@ export class StatusBook {
       if (!failure) return { type: c.type, status: 'Unknown', reason: 'Pending', message: 'waiting for the configuration to be deployed to every instance', live: true };
       return { type: c.type, status: 'False', reason: failure.reason, message: failure.message, live: true };
     };
-    const served = status.served === true ? liveHeld?.status.served === true : status.served;
+    // Nothing deployed since the start: what the instances run is unknown (after a restart, most
+    // likely what served the object), so its address is left as the cluster shows it, not taken away.
+    const served = status.served === true ? (this.live === undefined ? undefined : liveHeld?.status.served === true) : status.served;
+    const { served: _declared, ...rest } = status;
     return {
-      ...status,
+      ...rest,
       ...(served !== undefined && { served }),
       conditions: status.conditions.map(hold),
       entries: status.entries.map((e) => ({ ...e, conditions: e.conditions.map(hold) })),
