@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { type Observable, Subject, delay, map, merge, tap } from 'rxjs';
+import { type Observable, type SchedulerLike, Subject, delay, map, merge, tap } from 'rxjs';
 import type { ControllerEvent, InstanceResult } from '../src/events.ts';
 import type { KubeObject, ResourceChange } from '../src/k8s/resource.ts';
 import type { ObjectStatus } from '../src/status/types.ts';
@@ -146,6 +146,40 @@ describe('statusWriter', () => {
       expectObservable(out.pipe(label), '^ 1s !').toBe('');
       flush();
       assert.deepEqual(api.calls, [], 'the address was never taken away, nor written again');
+    });
+  });
+
+  it('looks for the next object to write in slices, so that thousands with nothing to write do not hold the event loop', () => {
+    const scheduler = marbles();
+    scheduler.run(({ cold, hot, expectObservable, flush }) => {
+      const api = fakeApi(cold);
+      // 300 Gateways, each already showing what the render declares; the last one shows nothing yet.
+      const names = Array.from({ length: 300 }, (_, i) => `gw-${i}`);
+      const upToDate = (name: string) => {
+        const { conditions } = declared(name);
+        return { conditions: conditions.map((c) => ({ type: c.type, status: c.status, observedGeneration: 1, lastTransitionTime: '1970-01-01T00:00:00Z', reason: c.reason, message: c.message })) };
+      };
+      const objects = names.map((n, i) => gatewayObject(n, i < names.length - 1 ? upToDate(n) : undefined));
+      for (const o of objects) api.objects.set(o.metadata.name, o);
+      const observed$ = hot<ResourceChange>('a', { a: { type: 'replace', resource: 'gateways', objects } });
+      const events$ = hot<ControllerEvent>('(rd)', { r: rendered('one', ...names.map((n) => declared(n))), d: deployed('one') });
+      // Every plan costs a millisecond by this clock: a slice of the 10 ms budget plans ten objects.
+      let clock = 0;
+      let slices = 0;
+      const counting: SchedulerLike = {
+        now: () => scheduler.now(),
+        schedule: ((work: () => void, delay?: number) => {
+          if (delay === 0) slices++;
+          return scheduler.schedule(work, delay);
+        }) as SchedulerLike['schedule'],
+      };
+      const leader$ = hot<boolean>('f 19ms t', { f: false, t: true });
+      const out = statusWriter({ events$, observed$, leader$, addresses$: hot('u', { u: undefined }) }, { patch: (t, b) => api.patch(t, b), sets, scheduler: counting, clock: () => clock++ });
+      // Leading from 20ms: all 300 are looked at, and only the last has something to write (answered 10 ms later).
+      expectObservable(out.pipe(label), '^ 1s !').toBe('30ms a', { a: 'w:gw-299:conditions' });
+      flush();
+      assert.deepEqual(api.calls.map((c) => c.name), ['gw-299']);
+      assert.ok(slices >= 25, `the 300 plans after the deployment ran in ${slices} slices`);
     });
   });
 

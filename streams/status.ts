@@ -1,4 +1,6 @@
 import { EMPTY, type Observable, type SchedulerLike, Subject, asyncScheduler, catchError, concatWith, defer, exhaustMap, ignoreElements, map, merge, mergeMap, of, tap, timer } from 'rxjs';
+import type { Steps } from '../src/steps.ts';
+import { sliced } from './operators/sliced.ts';
 import { errorMessage } from '../src/errors.ts';
 import type { ControllerEvent, ObjectRef } from '../src/events.ts';
 import type { LoadBalancerIngress } from '../src/k8s/addresses.ts';
@@ -36,11 +38,15 @@ export interface StatusDeps {
   /** The apiVersion and plural of each watched set, by its name. */
   sets: ReadonlyMap<string, { apiVersion: string; resource: string }>;
   scheduler?: SchedulerLike;
+  /** The clock the slices of the search for the next write are measured by (performance.now). */
+  clock?: () => number;
 }
 
 export interface StatusOptions {
   /** Writes start at least this far apart: 20 a second by default. */
   minIntervalMs?: number;
+  /** The longest the search for the next write holds the event loop (10 ms), by `clock`. */
+  sliceMs?: number;
   /** The wait after a failed write, doubled after each further failure of the same object, up to maxRetryMs. */
   retryMs?: number;
   maxRetryMs?: number;
@@ -68,6 +74,9 @@ export type StatusEvent = Extract<ControllerEvent, { type: 'StatusWritten' | 'St
  * - only while leading; writes start `minIntervalMs` apart; a failed write is tried
  *   again after a backoff that doubles per object (a conflict waits for the watch
  *   to bring the newer object); an object that is gone is forgotten;
+ * - the search for the next object with something to write runs in slices of
+ *   `sliceMs`: at 10k objects, after a deployment or a restart, most have nothing
+ *   to write, and planning each in one stretch would hold the event loop;
  * - memory is bounded by the watched objects: what is kept per object goes with it.
  */
 export function statusWriter(inputs: StatusInputs, deps: StatusDeps, options: StatusOptions = {}): Observable<StatusEvent> {
@@ -104,7 +113,6 @@ export function statusWriter(inputs: StatusInputs, deps: StatusDeps, options: St
     };
     // An object is haprx's business when it is declared, shows haprx's entries, or shows an address haprx set.
     const relevant = (key: string) => book.composed(key) !== undefined || addressed.has(key) || hasEntriesOf(observed.get(key)?.status, controllers);
-    const everyRelevant = () => [...observed.keys()].filter(relevant);
 
     const observe = (change: ResourceChange): string[] => {
       if (change.type === 'synced' || change.type === 'problem') return [];
@@ -150,7 +158,8 @@ export function statusWriter(inputs: StatusInputs, deps: StatusDeps, options: St
       const before = controllers.size;
       for (const s of event.statuses) for (const e of s.entries) if (ENTRY_LISTS[e.list].shared) controllers.add(String(e.key.controllerName));
       // A controller name seen for the first time: entries it wrote before a restart may need removing.
-      if (controllers.size > before) mark(everyRelevant());
+      // Every object is looked at: the search for writes (in slices) passes over those with nothing to write.
+      if (controllers.size > before) mark(observed.keys());
     };
 
     /** What to write for a key now, if anything. */
@@ -211,17 +220,23 @@ export function statusWriter(inputs: StatusInputs, deps: StatusDeps, options: St
         }),
       );
 
+    /** The next pending object with something to write, taken from the pending ones; undefined when none is left. */
+    function* nextWrite(): Steps<{ key: string; planned: NonNullable<ReturnType<typeof plan>> } | undefined> {
+      while (leader && pending.size > 0) {
+        const key = pending.values().next().value!;
+        pending.delete(key);
+        const planned = plan(key);
+        if (planned) return { key, planned };
+        yield;
+      }
+      return undefined;
+    }
+    const slicing = { scheduler, budgetMs: options.sliceMs ?? 10, ...(deps.clock && { now: deps.clock }) };
     // One write at a time, minIntervalMs apart, until nothing is pending.
     const drain = (): Observable<StatusEvent> =>
-      defer(() => {
-        while (leader && pending.size > 0) {
-          const key = pending.values().next().value!;
-          pending.delete(key);
-          const planned = plan(key);
-          if (planned) return write(key, planned).pipe(concatWith(timer(minIntervalMs, scheduler).pipe(ignoreElements()), defer(drain)));
-        }
-        return EMPTY;
-      });
+      sliced(nextWrite, slicing).pipe(
+        mergeMap((found) => (found ? write(found.key, found.planned).pipe(concatWith(timer(minIntervalMs, scheduler).pipe(ignoreElements()), defer(drain))) : EMPTY)),
+      );
 
     const feed$ = merge(
       inputs.observed$.pipe(tap((change) => mark(observe(change)))),
@@ -235,14 +250,14 @@ export function statusWriter(inputs: StatusInputs, deps: StatusDeps, options: St
       inputs.addresses$.pipe(
         tap((next) => {
           addresses = next;
-          mark([...observed.keys()].filter((k) => hasAddressField(k.slice(0, k.indexOf(' '))) && relevant(k)));
+          mark([...observed.keys()].filter((k) => hasAddressField(k.slice(0, k.indexOf(' ')))));
         }),
       ),
       inputs.leader$.pipe(
         tap((next) => {
           leader = next;
           if (leader) {
-            mark(everyRelevant());
+            mark(observed.keys());
             wake$.next();
           }
         }),
