@@ -26,10 +26,11 @@
 import type { CanaryProbeSettings } from '../config/controller-config.ts';
 import type { CanaryCheck, InstanceOutcome } from '../events.ts';
 import { type ReferencingFile, changedReferencingMap, referencingFiles, rewriteFileRefs } from '../haproxy/aux-file-refs.ts';
-import { rewriteAuxRefs } from '../haproxy/aux-refs.ts';
+import { auxRefSteps, rewriteAuxRefs } from '../haproxy/aux-refs.ts';
 import { type Plan, type RuntimeOp, planDeployment } from '../haproxy/plan.ts';
 import { readdOps } from '../haproxy/server-readd.ts';
 import { type RenderedConfig, auxPath } from '../templating/rendered.ts';
+import { runInTurns } from '../turns.ts';
 import { CanaryChecker } from './canary-check.ts';
 import { DataplaneClient, type DataplaneClientOptions, DataplaneError, type ApiInfo, atLeast } from './client.ts';
 import { type ApiCall, translateOps } from './runtime-ops.ts';
@@ -386,6 +387,10 @@ export class DataplaneTarget {
     if ('error' in placed) return { ok: false, reloaded: false, runtimeOps: 0, error: placed.error };
     const listing = await this.listStorage(new Set(STORAGE_KINDS), ctx);
     const placements = new Map<string, PlacedFile>();
+    // The file references of haproxy.cfg, scanned in turns: the scans below (referencingFiles,
+    // the rewrite in render) then find every piece known. A first deployment at 10k Ingresses
+    // would otherwise hold the event loop some 100 ms for it.
+    await runInTurns(auxRefSteps(config.main));
     const referencing = referencingFiles(config);
     const pathOf = (p: Placement) => listing.files.get(p.storage)?.get(p.stored) ?? joinPath(listing.dirs[p.storage] ?? this.options.storageDirs?.[p.storage] ?? DEFAULT_DIRS[p.storage], p.stored);
     // Files that name other files go last: what they name must be stored, and its path known, first.

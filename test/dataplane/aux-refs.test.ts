@@ -6,7 +6,7 @@ import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { promisify } from 'node:util';
 import { changedReferencingMap, crtListRefs, markedFileRefs, referencingFiles, rewriteFileRefs } from '../../src/haproxy/aux-file-refs.ts';
-import { findAuxRefs, rewriteAuxRefs, spannedWords } from '../../src/haproxy/aux-refs.ts';
+import { auxRefSteps, findAuxRefs, rewriteAuxRefs, spannedWords } from '../../src/haproxy/aux-refs.ts';
 import { sealRendered } from '../../src/templating/rendered.ts';
 import { tokenize } from '../../src/haproxy/config.ts';
 import { freePort } from '../support/ports.ts';
@@ -109,6 +109,22 @@ describe('aux-refs: a large haproxy.cfg, scanned in pieces', () => {
       assert.ok(lineOf(after, ref).includes(ref.path), `line ${ref.line} holds ${ref.path}`);
       assert.equal(after.slice(warm.lineStarts.get(ref.line)!).split('\n')[0], lineOf(after, ref));
     }
+  });
+
+  test('as steps: one after each piece scanned anew, none for a text whose pieces were all scanned last', () => {
+    findAuxRefs('frontend other\n');
+    const text = main(7070);
+    const steps = auxRefSteps(text);
+    let taken = 0;
+    let step = steps.next();
+    for (; !step.done; step = steps.next()) taken++;
+    assert.equal(taken, 5, 'five pieces, each new');
+    assert.deepEqual(step.value, findAuxRefs(text));
+    const again = auxRefSteps(main(7070));
+    assert.equal(again.next().done, true, 'every piece known: the result at once');
+    // One server line changed: one piece is new.
+    const changed = [...auxRefSteps(main(7071))];
+    assert.equal(changed.length, 1);
   });
 
   test('rewrites the references of every piece and leaves every other byte as it was', () => {
