@@ -433,8 +433,8 @@ describe('objects the render skips', () => {
         ['Ingress shop/other: skipped: spec.rules[0].host "evil\\nbind :9999" is not a DNS name', 'spec.rules[0].host', 'snippets/ingress-model:171'],
       ],
     );
-    const objects = obs.debug.snapshot().objects as { status: { object: string; served: boolean }[]; warnings: { object: string }[] };
-    assert.deepEqual(objects.status.map((s) => [s.object, s.served]), [['Ingress shop/web', false]], 'served once deployed');
+    const objects = obs.debug.snapshot().objects as { status: { object: string; served?: boolean }[]; warnings: { object: string }[] };
+    assert.deepEqual(objects.status.map((s) => [s.object, s.served]), [['Ingress shop/web', undefined]], 'served is not said until a deployment since the start');
     assert.deepEqual(objects.warnings.map((w) => w.object), ['Ingress shop/evil', 'Ingress shop/other']);
   });
 });
