@@ -8,8 +8,8 @@
  * cluster, and as after a restart, when every Ingress already shows the address and
  * nothing is left to write. Writes go to a fake API that answers at once.
  *
- * What it reports is the longest stretch the writer held the event loop for in each
- * step (an event's own handling and the writes and plans that follow it within the
+ * What it reports is the longest stretch the writer (with the debug state's status book,
+ * which takes the same events) held the event loop for in each step (an event's own handling and the writes and plans that follow it within the
  * step's second), since a stretch over 100 ms is a late `/healthz`.
  *
  *   npm run bench:status     (SIZES=1000,10000 STEP_MS=1000)
@@ -20,6 +20,7 @@ import type { ControllerEvent, Reconcile } from '../src/events.ts';
 import type { LoadBalancerIngress } from '../src/k8s/addresses.ts';
 import type { KubeObject, ResourceChange } from '../src/k8s/resource.ts';
 import { Store } from '../src/k8s/store.ts';
+import { StatusBook } from '../src/status/book.ts';
 import { renderTemplates } from '../src/templating/engine.ts';
 import type { RenderedConfig } from '../src/templating/rendered.ts';
 import { type PatchAnswer, type StatusTarget, statusWriter } from '../streams/status.ts';
@@ -37,7 +38,6 @@ for (const size of SIZES) {
   for (const [name, objects] of Object.entries(cluster)) for (const object of objects) stores.get(name)?.apply({ type: 'upsert', resource: name, object });
   const rendered = renderTemplates(templates, { resources: Object.fromEntries(stores), values: { ...config.values, httpPort: 18080, bindAddress: '127.0.0.1' } });
   if (!rendered.ok) throw new Error(rendered.error.message);
-  const { statuses } = rendered;
   const configAs = (hash: string): RenderedConfig => ({ ...rendered.config, hash });
 
   // The API: each object as stored, its status merge-patched.
@@ -53,6 +53,8 @@ for (const size of SIZES) {
     return of<PatchAnswer>({ ok: true, object: next });
   };
   for (const round of ['new cluster', 'restart'] as const) {
+    // A render's statuses cross from the render thread as copies: a restart's are new objects.
+    const statuses = structuredClone(rendered.statuses);
     // After a restart every Ingress already shows the address: nothing is left to write.
     const listed = round === 'new cluster' ? cluster.ingresses : cluster.ingresses.map((o) => ({ ...o, status: { loadBalancer: { ingress: [{ ip: '192.0.2.1' }] } } }));
     for (const o of listed) objects.set(`${o.metadata.namespace}/${o.metadata.name}`, o);
@@ -62,6 +64,9 @@ for (const size of SIZES) {
     const addresses$ = new BehaviorSubject<readonly LoadBalancerIngress[] | undefined>(undefined);
     const sets = new Map([['ingresses', { apiVersion: 'networking.k8s.io/v1', resource: 'ingresses' }]]);
     const subscription = statusWriter({ events$, observed$, leader$, addresses$ }, { patch, sets }).subscribe();
+    // The debug state holds a book of its own, fed the same events (src/observability/debug-state.ts).
+    const debugBook = new StatusBook({ reportChanges: false });
+    subscription.add(events$.subscribe((event) => debugBook.apply(event)));
 
     const reconcile: Reconcile = { seq: 1, cause: { reason: 'resources', changes: [] }, at: 0 };
     const deployed = (hash: string): ControllerEvent => ({

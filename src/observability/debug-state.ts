@@ -100,7 +100,7 @@ export class DebugState {
   private readonly down = new Map<string, { cause: string; since: number }>();
   private readonly startedAt: number;
   /** What the templates declared about each object, as it would be written now. */
-  private readonly statuses = new StatusBook();
+  private readonly statuses = new StatusBook({ reportChanges: false });
   private warnings: readonly RenderWarning[] = [];
 
   constructor(options: DebugStateOptions) {

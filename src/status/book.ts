@@ -30,6 +30,35 @@ const KEPT_RENDERS = 4;
 
 type Failure = { hash: string; reason: 'Invalid' | 'Pending'; message: string };
 
+/**
+ * Each status's key and digest, found once per status object, whichever book takes it
+ * first: the render thread passes an unchanged status on as the same object, and in
+ * `haprx run` two books (the status writer's and the debug state's) take every render's
+ * statuses, 10k of them at 10k objects. Held as long as the status object is.
+ */
+const keyOf = new WeakMap<ObjectStatus, string>();
+const digestOf = new WeakMap<ObjectStatus, string>();
+
+function keyFor(status: ObjectStatus): string {
+  let key = keyOf.get(status);
+  if (key === undefined) keyOf.set(status, (key = statusKey(status.ref)));
+  return key;
+}
+
+function digestFor(status: ObjectStatus): string {
+  let digest = digestOf.get(status);
+  if (digest === undefined) digestOf.set(status, (digest = textDigest(JSON.stringify(status))));
+  return digest;
+}
+
+export interface StatusBookOptions {
+  /**
+   * Whether apply() tells which keys' composed status changed (the status writer's
+   * book); a book that is only read (the debug state's) skips going through every key.
+   */
+  reportChanges?: boolean;
+}
+
 interface Composed {
   /** What held the live conditions back (gate()). */
   gate: string;
@@ -53,14 +82,13 @@ export class StatusBook {
   private latestKeysMayBeGone = false;
   /** The statuses list the declarations were last made from. */
   private taken: readonly ObjectStatus[] | undefined;
-  /**
-   * Each status's key, found once per status: the render thread passes an unchanged status
-   * on as the same object, so at 10k objects a render's declarations build no new key
-   * strings, and the maps keyed by them look up strings whose hash is known.
-   */
-  private readonly keyOf = new WeakMap<ObjectStatus, string>();
+  private readonly reportChanges: boolean;
 
-  /** Applies one controller event; returns the keys whose composed status changed. */
+  constructor(options: StatusBookOptions = {}) {
+    this.reportChanges = options.reportChanges ?? true;
+  }
+
+  /** Applies one controller event; returns the keys whose composed status changed (none without reportChanges). */
   apply(event: ControllerEvent): string[] {
     switch (event.type) {
       case 'Rendered':
@@ -97,7 +125,7 @@ export class StatusBook {
       default:
         return [];
     }
-    return this.recompose();
+    return this.reportChanges ? this.recompose() : [];
   }
 
   /** The status to show for this key now, or undefined when nothing is declared for it. */
@@ -140,15 +168,16 @@ export class StatusBook {
   private declarations(statuses: readonly ObjectStatus[]): Declared {
     const declared = new Map<string, Held>();
     for (const status of statuses) {
-      let key = this.keyOf.get(status);
-      if (key === undefined) this.keyOf.set(status, (key = statusKey(status.ref)));
+      // Found once per status object: at 10k objects a render's declarations build no new
+      // key strings, and the maps keyed by them look up strings whose hash is known.
+      const key = keyFor(status);
       const before = this.latest.get(key);
       // The render thread passes an unchanged status on as the same object: no need to compare its text.
       if (before !== undefined && before.status === status) {
         declared.set(key, before);
         continue;
       }
-      const digest = textDigest(JSON.stringify(status));
+      const digest = digestFor(status);
       // Unchanged since the last render: the same record, so that the renders kept share it
       // (at 10k objects, each render's declarations would otherwise be held several times over).
       declared.set(key, before !== undefined && before.digest === digest ? before : { status, digest });

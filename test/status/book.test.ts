@@ -126,6 +126,30 @@ describe('StatusBook', () => {
     assert.equal(book.size, 0);
   });
 
+  it('composes the same in a book that does not report changes, and digests each status object once for every book', () => {
+    const statuses = Array.from({ length: 50 }, (_, i): ObjectStatus => ({ ...gateway(1), ref: { kind: 'Gateway', namespace: 'shop', name: `gw-${i}` } }));
+    const events = [rendered('a', statuses), deployed('a'), rendered('b', [...statuses.slice(1), gateway(2)]), deployed('b', false)];
+    const writer = new StatusBook();
+    const reader = new StatusBook({ reportChanges: false });
+    const stringify = JSON.stringify;
+    let stringified = 0;
+    for (const event of events) {
+      assert.ok(writer.apply(event).length > 0);
+      JSON.stringify = ((value: unknown) => {
+        stringified++;
+        return stringify(value);
+      }) as typeof JSON.stringify;
+      try {
+        assert.deepEqual(reader.apply(event), []);
+      } finally {
+        JSON.stringify = stringify;
+      }
+      assert.deepEqual(reader.all(), writer.all());
+    }
+    assert.equal(stringified, 0, 'the reader took every digest the writer had made');
+    assert.equal(programmed(reader)?.status, 'False');
+  });
+
   it('holds a declaration that renders repeat once, however many renders it keeps', () => {
     const many = () => Array.from({ length: 5_000 }, (_, i): ObjectStatus => ({ ...ingress(1), ref: { kind: 'Ingress', namespace: 'shop', name: `web-${i}` } }));
     const book = new StatusBook();
