@@ -58,8 +58,25 @@ export interface ClusterLatencyResult {
   firstServedMs: number;
   modes: ModeResult[];
   rssMib: { afterSync: number; end: number };
+  /** The heaps in use and held, of the main thread and the render thread, by haprx's own metrics. */
+  heapMib: { afterSync: HeapFigures; end: HeapFigures };
   healthz: { start: HealthFigures; changes: HealthFigures };
   loadAverage: string;
+}
+
+interface HeapFigures {
+  main: { used: number; total: number };
+  render: { used: number; total: number };
+}
+
+/** The heaps as haprx's metrics give them: nodejs_heap_* (the main thread) and haprx_render_thread_heap_bytes (after the last render). */
+async function heapFigures(metricsPort: number): Promise<HeapFigures> {
+  const text = await (await fetch(`http://127.0.0.1:${metricsPort}/metrics`)).text();
+  const value = (series: string) => mib(Number(new RegExp(`^${series.replace(/[{}]/g, '\\$&')} ([\\d.e+]+)$`, 'm').exec(text)?.[1] ?? NaN));
+  return {
+    main: { used: value('nodejs_heap_size_used_bytes'), total: value('nodejs_heap_size_total_bytes') },
+    render: { used: value('haprx_render_thread_heap_bytes{figure="used"}'), total: value('haprx_render_thread_heap_bytes{figure="total"}') },
+  };
 }
 
 const slice = (name: string, service: string, echoPort: number): Obj => ({
@@ -164,6 +181,7 @@ current-context: double
     await sleep(5_000);
     const health = { start: await probe.mark('start') };
     const rssAfterSync = await run.rssMib();
+    const heapAfterSync = await heapFigures(metricsPort);
     const modes: ModeResult[] = [];
     const measure = async (label: string, change: (i: number) => { host: string; body: string }) => {
       const result = await measureChanges({
@@ -204,11 +222,13 @@ current-context: double
       firstServedMs,
       modes,
       rssMib: { afterSync: rssAfterSync, end: await run.rssMib() },
+      heapMib: { afterSync: heapAfterSync, end: await heapFigures(metricsPort) },
       healthz: { ...health, changes: await probe.mark('changes') },
       loadAverage: loadavg().map((l) => l.toFixed(2)).join(', '),
     });
     const r = results.at(-1)!;
-    console.log(`${size} Ingresses: RSS ${r.rssMib.afterSync} MiB after the sync, ${r.rssMib.end} MiB at the end; /healthz max ${r.healthz.start.maxMs} ms at the start, ${r.healthz.changes.maxMs} ms during the changes`);
+    const heaps = (h: HeapFigures) => `main ${h.main.used} of ${h.main.total}, render thread ${h.render.used} of ${h.render.total}`;
+    console.log(`${size} Ingresses: RSS ${r.rssMib.afterSync} MiB after the sync, ${r.rssMib.end} MiB at the end; heaps in use of held (MiB) after the sync: ${heaps(r.heapMib.afterSync)}; at the end: ${heaps(r.heapMib.end)}; /healthz max ${r.healthz.start.maxMs} ms at the start, ${r.healthz.changes.maxMs} ms during the changes`);
   } catch (err) {
     failed = err;
   } finally {
