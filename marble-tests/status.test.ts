@@ -149,6 +149,25 @@ describe('statusWriter', () => {
     });
   });
 
+  it('after a restart, leaves a Programmed condition the cluster shows until a deployment says what is live, and writes Pending where none is shown', () => {
+    marbles().run(({ cold, hot, expectObservable, flush }) => {
+      const api = fakeApi(cold);
+      // edge shows what the haprx before the restart wrote; fresh is new, and shows nothing.
+      const shown = { conditions: declared('edge').conditions.map((c) => ({ type: c.type, status: c.status, observedGeneration: 1, lastTransitionTime: '2026-01-01T00:00:00Z', reason: c.reason, message: c.message })) };
+      api.objects.set('edge', gatewayObject('edge', shown));
+      api.objects.set('fresh', gatewayObject('fresh'));
+      const observed$ = hot<ResourceChange>('(ab)', { a: upsert(gatewayObject('edge', shown)), b: upsert(gatewayObject('fresh')) });
+      const events$ = hot<ControllerEvent>('r 199ms d', { r: rendered('one', declared('edge'), declared('fresh')), d: deployed('one') });
+      const out = statusWriter({ events$, observed$, leader$: hot('t', { t: true }), addresses$: hot('u', { u: undefined }) }, { patch: (t, b) => api.patch(t, b), sets });
+      // fresh: Programmed Unknown/Pending at once, True once deployed. edge: nothing to write, before or after.
+      expectObservable(out.pipe(label), '^ 1s !').toBe('10ms a 199ms b', { a: 'w:fresh:conditions', b: 'w:fresh:conditions' });
+      flush();
+      assert.deepEqual(api.calls.map((c) => c.name), ['fresh', 'fresh']);
+      assert.equal(statusOf(api, 'edge', 'Programmed'), 'True');
+      assert.equal(statusOf(api, 'fresh', 'Programmed'), 'True');
+    });
+  });
+
   it('looks for the next object to write in slices, so that thousands with nothing to write do not hold the event loop', () => {
     const scheduler = marbles();
     scheduler.run(({ cold, hot, expectObservable, flush }) => {

@@ -12,6 +12,9 @@
  * and False/Pending once its deployment failed; and `served` is what the live
  * render said (a new Ingress gets its address once it is served, an updated one
  * keeps it meanwhile), unsaid until a deployment since the start made one live.
+ * Until then, too, a held condition leaves the one the object shows as it is
+ * (`keepShown`): after a restart, what the instances run is most likely what it was
+ * written for.
  */
 import type { ControllerEvent } from '../events.ts';
 import { textDigest } from '../text-digest.ts';
@@ -228,9 +231,10 @@ export class StatusBook {
     const isLive = liveHeld !== undefined && liveHeld.digest === held.digest;
     if (isLive || !isGated(status)) return status;
     const failure = this.failure?.hash === this.latestHash ? this.failure : undefined;
+    const keepShown = this.live === undefined;
     const hold = (c: DeclaredCondition): DeclaredCondition => {
       if (!c.live || c.status !== 'True') return c;
-      if (!failure) return { type: c.type, status: 'Unknown', reason: 'Pending', message: 'waiting for the configuration to be deployed to every instance', live: true };
+      if (!failure) return { type: c.type, status: 'Unknown', reason: 'Pending', message: 'waiting for the configuration to be deployed to every instance', live: true, ...(keepShown && { keepShown }) };
       return { type: c.type, status: 'False', reason: failure.reason, message: failure.message, live: true };
     };
     // Nothing deployed since the start: what the instances run is unknown (after a restart, most

@@ -4,7 +4,8 @@
  *
  * - conditions are merged by type: types haprx does not declare stay as they are,
  *   in place; each declared one gets `observedGeneration` and keeps its
- *   `lastTransitionTime` unless its status changes;
+ *   `lastTransitionTime` unless its status changes; one the book marks `keepShown`
+ *   stays as the object shows it, and is written only where it shows none;
  * - `listeners` belong to the object's controller: the declared entries, in order;
  * - `parents` and `ancestors` are shared: entries of other controllers stay as they
  *   are; haprx's (by controllerName) are the declared ones, and those it no longer
@@ -128,7 +129,7 @@ function mergeConditions(current: readonly unknown[], declared: readonly Declare
     const c = typeof before?.type === 'string' ? byType.get(before.type) : undefined;
     if (c && !written.has(c.type)) {
       written.add(c.type);
-      out.push(write(c, before));
+      out.push(c.keepShown ? before : write(c, before));
     } else if (!c) out.push(before);
   }
   for (const c of declared) if (!written.has(c.type)) out.push(write(c, undefined));

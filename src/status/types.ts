@@ -23,6 +23,13 @@ export interface DeclaredCondition {
    * deployment failed (or haproxy refused the configuration).
    */
   live?: boolean;
+  /**
+   * Set by the status book, not by templates, on a held live condition while nothing has
+   * been deployed since the start: what the instances run is unknown (after a restart,
+   * most likely what the condition the cluster shows was written for), so a condition of
+   * this type the object shows stays as it is; only where none is shown is this written.
+   */
+  keepShown?: boolean;
 }
 
 /** The status lists whose entries templates declare, and what keys an entry. */

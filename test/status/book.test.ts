@@ -31,12 +31,17 @@ const programmed = (book: StatusBook, key = 'Gateway shop/edge') => book.compose
 describe('StatusBook', () => {
   it('holds Programmed back until the configuration that declared it is deployed to every instance', () => {
     const book = new StatusBook();
+    const pending = { type: 'Programmed', status: 'Unknown', reason: 'Pending', message: 'waiting for the configuration to be deployed to every instance', live: true };
     assert.deepEqual(book.apply(rendered('a', [gateway(1)])), ['Gateway shop/edge']);
-    assert.deepEqual(programmed(book), { type: 'Programmed', status: 'Unknown', reason: 'Pending', message: 'waiting for the configuration to be deployed to every instance', live: true });
+    // Nothing deployed since the start: a Programmed condition the object shows is kept as it is.
+    assert.deepEqual(programmed(book), { ...pending, keepShown: true });
     assert.equal(book.composed('Gateway shop/edge')?.conditions[0]?.status, 'True', 'Accepted is not held back');
     assert.deepEqual(book.apply(deployed('a')), ['Gateway shop/edge']);
     assert.equal(programmed(book)?.status, 'True');
     assert.deepEqual(book.apply(deployed('a')), [], 'the same again changes nothing');
+    // What runs is known from now on: a change waits as Pending, written over what is shown.
+    assert.deepEqual(book.apply(rendered('b', [gateway(2)])), ['Gateway shop/edge']);
+    assert.deepEqual(programmed(book), pending);
   });
 
   it('changes nothing on deployments of configurations no render declared for (the fast path\'s), and still takes the next render live', () => {

@@ -47,6 +47,16 @@ describe('statusPatch', () => {
     assert.equal(cleanupPatch('HTTPRoute', { ...base, current: { parents: [theirs] } }), undefined);
   });
 
+  it('leaves a condition marked keepShown as the object shows it, in an entry too, and writes it where none is shown', () => {
+    const held = { type: 'Programmed', status: 'Unknown' as const, reason: 'Pending', message: 'waiting', live: true, keepShown: true };
+    const shown = { type: 'Programmed', status: 'True', observedGeneration: 3, lastTransitionTime: T0, reason: 'Programmed', message: 'live' };
+    const gw: ObjectStatus = { ref: { kind: 'Gateway', namespace: 'shop', name: 'edge' }, generation: 4, conditions: [held], fields: {}, entries: [] };
+    assert.equal(statusPatch({ ...base, current: { conditions: [shown] }, composed: gw }), undefined);
+    assert.deepEqual(statusPatch({ ...base, current: {}, composed: gw })?.patch.conditions, [{ type: 'Programmed', status: 'Unknown', observedGeneration: 4, lastTransitionTime: T1, reason: 'Pending', message: 'waiting' }]);
+    const stored = { parentRef: { name: 'edge' }, controllerName: ME, conditions: [{ ...accepted, observedGeneration: 4, lastTransitionTime: T0 }, shown] };
+    assert.equal(statusPatch({ ...base, current: { parents: [stored] }, composed: route([accepted, held]) }), undefined);
+  });
+
   it('merges conditions by type, keeping types haprx does not declare, and writes listeners whole', () => {
     const gw: ObjectStatus = {
       ref: { kind: 'Gateway', namespace: 'shop', name: 'edge' },
