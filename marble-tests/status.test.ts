@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { type Observable, type SchedulerLike, Subject, delay, map, merge, tap } from 'rxjs';
+import { type Observable, type SchedulerLike, Subject, delay, map, merge, take, tap } from 'rxjs';
 import type { ControllerEvent, InstanceResult } from '../src/events.ts';
 import type { KubeObject, ResourceChange } from '../src/k8s/resource.ts';
 import type { ObjectStatus } from '../src/status/types.ts';
@@ -199,6 +199,36 @@ describe('statusWriter', () => {
       flush();
       assert.deepEqual(api.calls.map((c) => c.name), ['gw-299']);
       assert.ok(slices >= 25, `the 300 plans after the deployment ran in ${slices} slices`);
+    });
+  });
+
+  it("takes a render's declarations into the book in slices, each event in turn", () => {
+    const scheduler = marbles();
+    scheduler.run(({ cold, hot, expectObservable, flush }) => {
+      const api = fakeApi(cold);
+      const names = Array.from({ length: 600 }, (_, i) => `gw-${i}`);
+      const objects = names.map((n) => gatewayObject(n));
+      for (const o of objects) api.objects.set(o.metadata.name, o);
+      // The render and its deployment at once, while not leading: nothing but the book's work.
+      const observed$ = hot<ResourceChange>('a', { a: { type: 'replace', resource: 'gateways', objects } });
+      const events$ = hot<ControllerEvent>('(rd)', { r: rendered('one', ...names.map((n) => declared(n))), d: deployed('one') });
+      const leader$ = hot<boolean>('f 19ms t', { f: false, t: true });
+      let clock = 0;
+      const slices: number[] = [];
+      const counting: SchedulerLike = {
+        now: () => scheduler.now(),
+        schedule: ((work: () => void, delay?: number) => {
+          if (delay === 0) slices.push(scheduler.now());
+          return scheduler.schedule(work, delay);
+        }) as SchedulerLike['schedule'],
+      };
+      // Every step costs a millisecond by this clock, and a slice may take one.
+      const out = statusWriter({ events$, observed$, leader$, addresses$: hot('u', { u: undefined }) }, { patch: (t, b) => api.patch(t, b), sets, scheduler: counting, clock: () => clock++ }, { sliceMs: 1 });
+      // Leading from 20ms: the first write shows the deployment taken after the render, Programmed True.
+      expectObservable(out.pipe(label, take(1))).toBe('30ms (a|)', { a: 'w:gw-0:conditions' });
+      flush();
+      assert.ok(slices.filter((at) => at === 0).length >= 4, `the render's 600 declarations and the keys they changed, then the deployment's, in ${slices.filter((at) => at === 0).length} slices`);
+      assert.equal(statusOf(api, 'gw-0', 'Programmed'), 'True');
     });
   });
 

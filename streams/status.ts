@@ -1,4 +1,4 @@
-import { EMPTY, type Observable, type SchedulerLike, Subject, asyncScheduler, catchError, concatWith, defer, exhaustMap, ignoreElements, map, merge, mergeMap, of, tap, timer } from 'rxjs';
+import { EMPTY, type Observable, type SchedulerLike, Subject, asyncScheduler, catchError, concatMap, concatWith, defer, exhaustMap, ignoreElements, map, merge, mergeMap, of, tap, timer } from 'rxjs';
 import type { Steps } from '../src/steps.ts';
 import { sliced } from './operators/sliced.ts';
 import { errorMessage } from '../src/errors.ts';
@@ -38,14 +38,14 @@ export interface StatusDeps {
   /** The apiVersion and plural of each watched set, by its name. */
   sets: ReadonlyMap<string, { apiVersion: string; resource: string }>;
   scheduler?: SchedulerLike;
-  /** The clock the slices of the search for the next write are measured by (performance.now). */
+  /** The clock the slices (of the search for the next write, of a render's declarations) are measured by (performance.now). */
   clock?: () => number;
 }
 
 export interface StatusOptions {
   /** Writes start at least this far apart: 20 a second by default. */
   minIntervalMs?: number;
-  /** The longest the search for the next write holds the event loop (10 ms), by `clock`. */
+  /** The longest one slice holds the event loop (10 ms), by `clock`. */
   sliceMs?: number;
   /** The wait after a failed write, doubled after each further failure of the same object, up to maxRetryMs. */
   retryMs?: number;
@@ -76,7 +76,8 @@ export type StatusEvent = Extract<ControllerEvent, { type: 'StatusWritten' | 'St
  *   to bring the newer object); an object that is gone is forgotten;
  * - the search for the next object with something to write runs in slices of
  *   `sliceMs`: at 10k objects, after a deployment or a restart, most have nothing
- *   to write, and planning each in one stretch would hold the event loop;
+ *   to write, and planning each in one stretch would hold the event loop; so does
+ *   taking a render's declarations into the status book, each event in turn;
  * - memory is bounded by the watched objects: what is kept per object goes with it.
  */
 export function statusWriter(inputs: StatusInputs, deps: StatusDeps, options: StatusOptions = {}): Observable<StatusEvent> {
@@ -240,12 +241,16 @@ export function statusWriter(inputs: StatusInputs, deps: StatusDeps, options: St
 
     const feed$ = merge(
       inputs.observed$.pipe(tap((change) => mark(observe(change)))),
+      // Each event in turn, a render's 10k declarations in slices like the search for writes.
       inputs.events$.pipe(
-        tap((event) => {
-          const changed = book.apply(event);
-          learn(event);
-          mark(changed);
-        }),
+        concatMap((event) =>
+          sliced(() => book.applySteps(event), slicing).pipe(
+            tap((changed) => {
+              learn(event);
+              mark(changed);
+            }),
+          ),
+        ),
       ),
       inputs.addresses$.pipe(
         tap((next) => {

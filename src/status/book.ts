@@ -17,6 +17,7 @@
  * written for.
  */
 import type { ControllerEvent } from '../events.ts';
+import { type Steps, runSteps } from '../steps.ts';
 import { textDigest } from '../text-digest.ts';
 import { type DeclaredCondition, type ObjectStatus, statusKey } from './types.ts';
 
@@ -30,6 +31,9 @@ type Declared = ReadonlyMap<string, Held>;
 
 /** How many renders' declarations are kept for a deployment that may still report on them. */
 const KEPT_RENDERS = 4;
+
+/** Objects gone through between two steps of applySteps(). */
+const STEP = 256;
 
 type Failure = { hash: string; reason: 'Invalid' | 'Pending'; message: string };
 
@@ -93,14 +97,25 @@ export class StatusBook {
 
   /** Applies one controller event; returns the keys whose composed status changed (none without reportChanges). */
   apply(event: ControllerEvent): string[] {
+    return runSteps(this.applySteps(event));
+  }
+
+  /**
+   * apply() as steps (src/steps.ts), one every few hundred objects: at 10k objects a
+   * render's declarations and the keys they change take tens of milliseconds, which the
+   * status writer runs in slices. The book is read between steps: what it composes is
+   * the state before the event until the new declarations are taken whole, then the new
+   * state; the changed keys come at the end.
+   */
+  *applySteps(event: ControllerEvent): Steps<string[]> {
     switch (event.type) {
       case 'Rendered':
-        this.take(event.config.hash, event.statuses ?? []);
+        yield* this.take(event.config.hash, event.statuses ?? []);
         if (this.failure && this.failure.hash !== event.config.hash) this.failure = undefined;
         break;
       case 'RenderUnchanged':
         if (event.statuses === undefined) return [];
-        this.take(event.hash, event.statuses);
+        yield* this.take(event.hash, event.statuses);
         break;
       case 'ValidationFailed': {
         const [first] = event.problems;
@@ -128,7 +143,7 @@ export class StatusBook {
       default:
         return [];
     }
-    return this.reportChanges ? this.recompose() : [];
+    return this.reportChanges ? yield* this.recompose() : [];
   }
 
   /** The status to show for this key now, or undefined when nothing is declared for it. */
@@ -151,9 +166,9 @@ export class StatusBook {
     return [...this.latest.keys()].map((k) => this.composed(k)!);
   }
 
-  private take(hash: string, statuses: readonly ObjectStatus[]): void {
+  private *take(hash: string, statuses: readonly ObjectStatus[]): Steps<void> {
     // The very list taken last (the render thread's statuses did not change): the same declarations.
-    const declared = statuses === this.taken ? this.latest : this.declarations(statuses);
+    const declared = statuses === this.taken ? this.latest : yield* this.declarations(statuses);
     this.taken = statuses;
     if (declared !== this.latest) this.latestKeysMayBeGone = true;
     this.latest = declared;
@@ -168,9 +183,11 @@ export class StatusBook {
     if (this.live?.hash === hash) this.live = { hash, declared };
   }
 
-  private declarations(statuses: readonly ObjectStatus[]): Declared {
+  private *declarations(statuses: readonly ObjectStatus[]): Steps<Declared> {
     const declared = new Map<string, Held>();
+    let n = 0;
     for (const status of statuses) {
+      if (++n % STEP === 0) yield;
       // Found once per status object: at 10k objects a render's declarations build no new
       // key strings, and the maps keyed by them look up strings whose hash is known.
       const key = keyFor(status);
@@ -189,11 +206,13 @@ export class StatusBook {
   }
 
   /** Recomputes what each key's composed status depends on; returns the keys where it changed, and those gone. */
-  private recompose(): string[] {
+  private *recompose(): Steps<string[]> {
     const changed: string[] = [];
     const failure = this.failure?.hash === this.latestHash ? this.failure : undefined;
     const liveKnown = this.live !== undefined;
+    let n = 0;
     for (const [key, held] of this.latest) {
+      if (++n % STEP === 0) yield;
       const liveHeld = this.live?.declared.get(key);
       const before = this.composedText.get(key);
       // Made of the same records as before: the same text (most keys, on most events, at 10k objects).
@@ -207,6 +226,7 @@ export class StatusBook {
     if (this.latestKeysMayBeGone) {
       this.latestKeysMayBeGone = false;
       for (const key of [...this.composedText.keys()]) {
+        if (++n % STEP === 0) yield;
         if (!this.latest.has(key)) {
           this.composedText.delete(key);
           changed.push(key);
