@@ -163,6 +163,16 @@ export function statusWriter(inputs: StatusInputs, deps: StatusDeps, options: St
       if (controllers.size > before) mark(observed.keys());
     };
 
+    // The time conditions are written with, made once per second: the search for writes plans
+    // thousands of objects in a row, most of them with nothing to write.
+    let second = Number.NaN;
+    let secondText = '';
+    const now = () => {
+      const at = Math.floor(scheduler.now() / 1000);
+      if (at !== second) secondText = rfc3339((second = at) * 1000);
+      return secondText;
+    };
+
     /** What to write for a key now, if anything. */
     const plan = (key: string): { target: StatusTarget; body: Record<string, unknown>; ref: ObjectRef; composed: boolean } | undefined => {
       const seen = observed.get(key);
@@ -170,7 +180,7 @@ export function statusWriter(inputs: StatusInputs, deps: StatusDeps, options: St
       const composed = book.composed(key);
       // The object changed since the render that declared this: the next render says more.
       if (composed?.generation !== undefined && seen.generation !== undefined && seen.generation > composed.generation) return undefined;
-      const common = { current: seen.status, controllers, addresses, addressedByUs: addressed.has(key), now: rfc3339(scheduler.now()) };
+      const common = { current: seen.status, controllers, addresses, addressedByUs: addressed.has(key), now: now() };
       const kind = key.slice(0, key.indexOf(' '));
       let patch: Record<string, unknown> | undefined;
       if (composed) {
