@@ -12,7 +12,7 @@ import { tmpdir } from 'node:os';
 import { runHaproxyCheck } from '../src/haproxy/validate.ts';
 import { Store } from '../src/k8s/store.ts';
 import { renderTemplates } from '../src/templating/engine.ts';
-import { ServerCache } from '../src/templating/server-cache.ts';
+import { CallCache, type EntriesCall, type ServerCall } from '../src/templating/call-cache.ts';
 import { shippedTemplates, syntheticCluster, tlsPairs } from './synthetic.ts';
 
 const SIZES = (process.env.SIZES ?? '100,1000,10000').split(',').map(Number);
@@ -45,18 +45,18 @@ for (const n of SIZES) {
     rendered = result.config;
   }
   times.sort((a, b) => a - b);
-  // As the render thread renders: the server lines of the last render reused where nothing they read changed.
-  // Between two renders one EndpointSlice moves, so one backend is written again.
-  const cache = new ServerCache();
+  // As the render thread renders: the server lines and Ingress readings of the last render reused where
+  // nothing they read changed. Between two renders one EndpointSlice moves, so one backend is written again.
+  const caches = { serverCache: new CallCache<ServerCall>(), entriesCache: new CallCache<EntriesCall>() };
   const input = { resources: Object.fromEntries(stores), values };
-  renderTemplates(templates, input, { serverCache: cache });
+  renderTemplates(templates, input, caches);
   const slices = stores.get('endpointslices')!;
   const reusing: number[] = [];
   for (let run = 0; run < RUNS; run++) {
     const moved = slices.list()[run % slices.size]!;
     slices.apply({ type: 'upsert', resource: 'endpointslices', object: { ...moved, metadata: { ...moved.metadata, resourceVersion: `moved-${run}` } } });
     const t0 = performance.now();
-    const result = renderTemplates(templates, input, { serverCache: cache });
+    const result = renderTemplates(templates, input, caches);
     reusing.push(performance.now() - t0);
     if (!result.ok) throw new Error(`${result.error.template}:${result.error.line}: ${result.error.message}`);
   }
@@ -74,7 +74,7 @@ for (const n of SIZES) {
     'config lines': rendered!.main.split('\n').length,
     'store fill ms': Math.round(fillMs),
     [`render ms (median of ${RUNS})`]: Math.round(renderMs),
-    'render ms, server lines reused': Math.round(reusing[Math.floor(reusing.length / 2)]!),
+    'render ms, calls reused': Math.round(reusing[Math.floor(reusing.length / 2)]!),
     'haproxy -c ms': Math.round(checkMs),
     'render / haproxy -c': (renderMs / checkMs).toFixed(2),
   });

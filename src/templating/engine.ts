@@ -94,7 +94,9 @@ import type { ObjectStatus } from '../status/types.ts';
 import { ForbiddenConstruct, compileInRealm, rethrow } from './compile.ts';
 import { type LocatableTemplate, asFault, diagnoseCompileError, faultFrom, locateForbidden, locateThrow } from './locate.ts';
 import { compareCodeUnits, readOnly, resourceSets } from './readonly.ts';
-import type { ServerCache } from './server-cache.ts';
+import { flatText } from '../flat-text.ts';
+import type { CallCache, EntriesCall, ServerCall } from './call-cache.ts';
+import { ReuseFrames } from './reuse-frames.ts';
 import { RenderTimeout, templateRealm } from './realm.ts';
 
 /** A render's fresh bookkeeping; `running` names the template being rendered, for errors. */
@@ -292,7 +294,9 @@ export interface RenderOptions {
   /** A render still running after this is stopped and fails, naming the template it was in. */
   timeoutMs?: number;
   /** h.servers output of the last render over the same sets, reused where nothing it read changed. */
-  serverCache?: ServerCache;
+  serverCache?: CallCache<ServerCall>;
+  /** h.mapEntries calls of the last render that gave a value (h.result), reused likewise for the same objects. */
+  entriesCache?: CallCache<EntriesCall>;
 }
 
 /** Each compiled set's helpers as the template realm sees them: made once. */
@@ -326,15 +330,22 @@ export function renderTemplates(templates: CompiledTemplates, input: RenderInput
     const realm = templateRealm();
     const cache = options.serverCache;
     cache?.begin(templates, input.resources, input.values);
+    const entriesCache = options.entriesCache;
+    entriesCache?.begin(templates, input.resources, input.values);
     return realm.run(() => {
       const units = unitsOf.get(templates)!;
       const collected = openSession(units, () => active.at(-1) ?? current);
+      const frames = entriesCache ? (collected.reuse = new ReuseFrames()) : undefined;
       session.current = collected;
       // Lookups go to the h.servers call being rendered, or to the render as a whole.
       const reads = new Set<string>();
       let reading: Set<string> | undefined;
+      const onRead = (key: string) => {
+        (reading ?? reads).add(key);
+        frames?.read(key);
+      };
       const context: Record<string, unknown> = {
-        resources: resourceSets(input.resources, (set, key) => (reading ?? reads).add(readKey(set, key))),
+        resources: resourceSets(input.resources, (set, key) => onRead(readKey(set, key))),
         values: readOnly(input.values),
         h: helpersInRealm(templates),
       };
@@ -347,6 +358,8 @@ export function renderTemplates(templates: CompiledTemplates, input: RenderInput
         if (reading) return abortRender('servers() cannot be called from the snippet of another servers()');
         if (typeof backend !== 'string' || backend === '') return abortRender(`servers(): the backend must be its name, got ${describeValue(backend)}`);
         if (typeof snippet !== 'string') return abortRender(`servers(): the snippet must be its name, got ${describeValue(snippet)}`);
+        // Its markers stand in the text of whatever calls it: nothing around it can be reused.
+        frames?.touch();
         let json: string;
         try {
           json = JSON.stringify(args ?? {}) ?? 'null';
@@ -377,7 +390,8 @@ export function renderTemplates(templates: CompiledTemplates, input: RenderInput
           collected.faults.recording = undefined;
         }
         texts.push(text);
-        if (cache && collected.effects === effects) cache.put(cacheKey, { text, reads, entered });
+        // Kept for the next render: the snippet's output flat, not the tree of pieces it was written as.
+        if (cache && collected.effects === effects) cache.put(cacheKey, { text: flatText(text), reads, entered });
         // A marker where the lines go, resolved once haproxy.cfg is complete: that tells where they stand.
         return `\u0000${pending.length - 1}\u0000`;
       };
@@ -387,9 +401,40 @@ export function renderTemplates(templates: CompiledTemplates, input: RenderInput
       collected.mapEntries = (set, object, snippet, args) => {
         if (reading) return abortRender('mapEntries() cannot be called from the snippet of a servers()');
         const target = declarationTarget(set, object, setNames);
-        const { json, declared } = renderEntries(templates, includeSnippet, snippet, args, object, sealedArgs);
+        const json = entriesArgs(templates, snippet, args);
+        const cacheKey = `${target.set}\u0001${target.key}\u0000${snippet as string}\u0000${json}`;
+        const kept = entriesCache?.get(cacheKey, (call) => call.object === object);
+        if (kept) {
+          for (const e of kept.entered) collected.faults.enter(e.template, e.subject, e.part);
+          for (const read of kept.reads) onRead(read);
+          declarations.add(snippet as string, json, { ...target, ...kept.declared });
+          return kept.result;
+        }
+        const frame = frames?.begin();
+        const entered: Isolation[] = [];
+        const recording = collected.faults.recording;
+        if (frame) collected.faults.recording = entered;
+        const give = collected.give;
+        let given: { value: unknown } | undefined;
+        collected.give = (value) => {
+          if (given) abortRender('result(): a mapEntries snippet gives one value');
+          given = { value: deepFreeze(value) };
+        };
+        let declared: ReturnType<typeof renderEntries>;
+        try {
+          declared = renderEntries(templates, includeSnippet, snippet as string, json, object, sealedArgs);
+        } finally {
+          collected.give = give;
+          if (frame) {
+            frames!.end(frame);
+            collected.faults.recording = recording;
+            recording?.push(...entered);
+          }
+        }
         declarations.add(snippet as string, json, { ...target, ...declared });
-        return undefined;
+        // Only a snippet that gives its value promises to change no shared state, so only its calls are kept.
+        if (entriesCache && frame && given && !frame.touched) entriesCache.put(cacheKey, { object, declared, result: given.value, reads: [...frame.reads], entered });
+        return given?.value;
       };
       const run = (unit: CompiledTemplate, escape: Escape): string => {
         current = unit.label;
@@ -436,6 +481,7 @@ export function renderTemplates(templates: CompiledTemplates, input: RenderInput
   } finally {
     if (session) session.current = undefined;
     options.serverCache?.end(completed);
+    options.entriesCache?.end(completed);
   }
 }
 
@@ -550,15 +596,18 @@ function snippetIncluder(templates: CompiledTemplates, context: Record<string, u
   };
 }
 
-/** A mapEntries snippet rendered for one object: its arguments (as JSON) and `object` as locals; what it declared. */
-function renderEntries(templates: CompiledTemplates, include: (name: unknown, args?: unknown) => string, snippet: unknown, args: unknown, object: unknown, sealedArgs: Map<string, unknown>): { json: string; declared: ReturnType<typeof readDeclaration> } {
+/** A mapEntries call's arguments as JSON (plain data, the same for every object of a set), once its snippet is known. */
+function entriesArgs(templates: CompiledTemplates, snippet: unknown, args: unknown): string {
   if (typeof snippet !== 'string' || !templates.snippets.has(snippet)) return abortRender(`mapEntries(): ${describeValue(snippet)} is not the name of a snippet`);
-  let json: string;
   try {
-    json = JSON.stringify(args ?? {}) ?? 'null';
+    return JSON.stringify(args ?? {}) ?? 'null';
   } catch (err) {
     return abortRender(`mapEntries(): the arguments must be plain data (${errorText(err)})`);
   }
+}
+
+/** A mapEntries snippet rendered for one object: its arguments (JSON) and `object` as locals; what it declared. */
+function renderEntries(templates: CompiledTemplates, include: (name: unknown, args?: unknown) => string, snippet: string, json: string, object: unknown, sealedArgs: Map<string, unknown>): ReturnType<typeof readDeclaration> {
   const realm = templateRealm();
   // The same arguments for every object of a set: copied into the realm once per render.
   let parsed = sealedArgs.get(json);
@@ -571,7 +620,25 @@ function renderEntries(templates: CompiledTemplates, include: (name: unknown, ar
   } catch {
     return abortRender(`mapEntries(): snippets/${snippet} must write JSON`);
   }
-  return { json, declared: readDeclaration(snippet, value, templates.maps) };
+  return readDeclaration(snippet, value, templates.maps);
+}
+
+/**
+ * A value given with h.result, frozen through: the next render may hand the very same
+ * value to its caller, so neither render may change it.
+ */
+function deepFreeze<T>(value: T): T {
+  const pending: unknown[] = [value];
+  while (pending.length > 0) {
+    const next = pending.pop();
+    if (next === null || (typeof next !== 'object' && typeof next !== 'function') || Object.isFrozen(next)) continue;
+    Object.freeze(next);
+    for (const key of Reflect.ownKeys(next as object)) {
+      const descriptor = Reflect.getOwnPropertyDescriptor(next as object, key);
+      if (descriptor && 'value' in descriptor) pending.push(descriptor.value);
+    }
+  }
+  return value;
 }
 
 export type ObjectEntriesResult = { ok: true; maps: Record<string, Entry[]>; mapsOnly: boolean; mapsFirst: boolean; warnings: number } | { ok: false; error: RenderError };
@@ -594,13 +661,15 @@ export function renderObjectEntries(templates: CompiledTemplates, declaration: {
         ...openSession(unitsOf.get(templates)!, () => active.at(-1) ?? `snippets/${declaration.snippet}`),
         servers: () => abortRender('servers() writes server lines of haproxy.cfg, not of a mapEntries snippet'),
         mapEntries: () => abortRender('mapEntries() cannot be called from the snippet of another mapEntries()'),
+        // Rendered alone, only the entries count: the value it gives its caller is not asked for.
+        give: () => undefined,
       };
       session.current = collected;
       snippetEscape.current = auxText;
       const context: Record<string, unknown> = { resources: resourceSets(input.resources), values: readOnly(input.values), h: helpersInRealm(templates) };
       const include = snippetIncluder(templates, context, active);
       context.include = realm.expose(include);
-      const { declared } = renderEntries(templates, include, declaration.snippet, JSON.parse(declaration.args), readOnly(object), new Map());
+      const declared = renderEntries(templates, include, declaration.snippet, entriesArgs(templates, declaration.snippet, JSON.parse(declaration.args)), readOnly(object), new Map());
       const fault = collected.faults.verdict();
       if (fault) return { ok: false, error: fault };
       return { ok: true, ...declared, warnings: collected.warnings.size };

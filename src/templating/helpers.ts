@@ -2,6 +2,7 @@ import { X509Certificate, createHash, createPrivateKey, hash } from 'node:crypto
 import { isIPv4, isIPv6 } from 'node:net';
 import type { ObjectRef, RenderWarning } from '../events.ts';
 import { type AuxKind, auxPath } from './rendered.ts';
+import type { ReuseFrames } from './reuse-frames.ts';
 import { abort, abortRender, describeValue } from './abort.ts';
 import { haproxyWord, isFileName, lfText, mapKey, regexEscape } from './escape.ts';
 import { fileName } from './file-name.ts';
@@ -131,12 +132,20 @@ export interface Helpers {
    * What one object of watched set `set` adds to map files, as snippet `snippet` renders
    * it with `locals.object` and `args` (plain data, copied as JSON, the same for every
    * object of the set): the snippet writes JSON `{ maps: { '<map file>': [[key, value]] },
-   * mapsOnly }`; the call returns nothing. The template builds its maps with the same
-   * code the snippet runs (so that both agree). The controller records each call, so that a new or changed object whose snippet says
+   * mapsOnly }`; the call returns what the snippet gave with h.result, if anything. The
+   * template builds its maps with the same code the snippet runs (so that both agree).
+   * The controller records each call, so that a new or changed object whose snippet says
    * `mapsOnly` and whose keys nothing else holds has its entries added at runtime at
    * once, ahead of the full render (see map-entries.ts).
    */
-  mapEntries(set: unknown, object: unknown, snippet: unknown, args?: unknown): undefined;
+  mapEntries(set: unknown, object: unknown, snippet: unknown, args?: unknown): unknown;
+  /**
+   * In a mapEntries snippet: the value its h.mapEntries call returns (frozen). A snippet
+   * that gives one promises to be a function of its object, arguments, lookups and
+   * h.once values, changing none of them: the next render then reuses the call (its
+   * entries and value) for the same object while its lookups return the same objects.
+   */
+  result(value: unknown): string;
   /**
    * Adds a certificate file `ssl/<name>` with this content to the render and
    * returns its path. Registering the same name again with the same content
@@ -221,7 +230,11 @@ export interface RenderSession {
   /** h.servers, as the running render implements it. */
   servers?(backend: unknown, snippet: unknown, args: unknown): string;
   /** h.mapEntries, as the running render implements it. */
-  mapEntries?(set: unknown, object: unknown, snippet: unknown, args: unknown): undefined;
+  mapEntries?(set: unknown, object: unknown, snippet: unknown, args: unknown): unknown;
+  /** h.result, while a mapEntries snippet runs. */
+  give?(value: unknown): void;
+  /** What reusable calls read and touched, when the render reuses calls. */
+  reuse?: ReuseFrames;
 }
 
 /** A property path (as for get) or a function of the item. */
@@ -249,6 +262,12 @@ const skipKey = (subject: unknown, part: unknown) => {
   const ref = describeSubject(subject).ref;
   return ref ? `${ref.kind ?? ''}\u0000${ref.namespace ?? ''}\u0000${ref.name}\u0000${typeof part === 'string' ? part : ''}` : undefined;
 };
+
+/** Render state other than the text was touched: no call running can be reused by a later render. */
+function touched(open: RenderSession): void {
+  open.effects++;
+  open.reuse?.touch();
+}
 
 export function createHelpers(known: KnownFiles, session: () => RenderSession | undefined = () => undefined): Helpers {
   const pathTo = (kind: AuxKind, helper: string) => (name: unknown) => {
@@ -281,7 +300,7 @@ export function createHelpers(known: KnownFiles, session: () => RenderSession | 
       open.added.at(-1)?.push(...added);
       return result;
     } catch (thrown) {
-      open.effects++;
+      touched(open);
       open.added.pop();
       // Nothing the object added stays in the configuration, nor what was said about its status.
       for (const name of added) open.certs.delete(name);
@@ -333,7 +352,7 @@ export function createHelpers(known: KnownFiles, session: () => RenderSession | 
     get,
     warn: (subject, message, details) => {
       const open = session() ?? abortRender('warn() records into a render, and no render is running');
-      open.effects++;
+      touched(open);
       const field = details?.field;
       if (field !== undefined && typeof field !== 'string') abortRender(`warn(): details.field must be a field path, got ${describeValue(field)}`);
       const reason = checkReason('warn', details?.reason);
@@ -361,7 +380,7 @@ export function createHelpers(known: KnownFiles, session: () => RenderSession | 
     },
     skipped: (subject, part) => {
       const open = session() ?? abortRender('skipped() reads the current render, and no render is running');
-      open.effects++;
+      touched(open);
       if (part !== undefined && typeof part !== 'string') abortRender(`skipped(): the part must be a field path, got ${describeValue(part)}`);
       const key = skipKey(subject, part);
       const skip = key === undefined ? undefined : open.skips.get(key);
@@ -369,7 +388,7 @@ export function createHelpers(known: KnownFiles, session: () => RenderSession | 
     },
     status: (subject, declaration) => {
       const open = session() ?? abortRender('status() declares into a render, and no render is running');
-      open.effects++;
+      touched(open);
       open.declarations.push(declare(subject, declaration, describeSubject));
       return '';
     },
@@ -382,10 +401,12 @@ export function createHelpers(known: KnownFiles, session: () => RenderSession | 
     fileName,
     once: (key, compute) => {
       const open = session() ?? abortRender('once() caches within a render, and no render is running');
+      // Not reusable by the server-line cache; a reusable mapEntries call reads what computing it read.
       open.effects++;
       if (typeof key !== 'string') abortRender(`once(): the key must be a string, got ${describeValue(key)}`);
       if (typeof compute !== 'function') abortRender(`once(): expected a function to compute ${JSON.stringify(key)}`);
-      if (!open.once.has(key)) open.once.set(key, (compute as () => unknown)());
+      if (open.once.has(key)) open.reuse?.readOnce(key);
+      else open.once.set(key, open.reuse ? open.reuse.computeOnce(key, compute as () => unknown) : (compute as () => unknown)());
       return open.once.get(key);
     },
     servers: (backend, snippet, args) => {
@@ -398,9 +419,15 @@ export function createHelpers(known: KnownFiles, session: () => RenderSession | 
       if (!open.mapEntries) abortRender('mapEntries() is not available in this render');
       return open.mapEntries(set, object, snippet, args);
     },
+    result: (value) => {
+      const open = session() ?? abortRender('result() gives the value of a mapEntries call, and no render is running');
+      if (!open.give) abortRender('result() gives the value of an h.mapEntries call, from its snippet only');
+      open.give(value);
+      return '';
+    },
     certFile: (name, content) => {
       const open = session() ?? abortRender('certFile() adds to a render, and no render is running');
-      open.effects++;
+      touched(open);
       if (typeof name !== 'string' || !isFileName(name)) abort(`certFile(): ${describeValue(name)} is not a valid file name`);
       if (typeof content !== 'string') abort(`certFile(): the content must be a string, got ${describeValue(content)}`);
       if (known.certs.has(name)) abortRender(`certFile(): ${JSON.stringify(name)} is the name of a certificate template`);
@@ -412,7 +439,7 @@ export function createHelpers(known: KnownFiles, session: () => RenderSession | 
     },
     referencesFiles: () => {
       const open = session() ?? abortRender('referencesFiles() marks a file of a render, and no render is running');
-      open.effects++;
+      touched(open);
       if (open.file === 'haproxy.cfg') abortRender('referencesFiles(): haproxy.cfg needs no mark, its file references are always known');
       open.referencing.add(open.file);
       return '';

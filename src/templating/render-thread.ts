@@ -14,7 +14,7 @@ import type { ResourceChange } from '../k8s/resource.ts';
 import { type ResourceView, type StoreOptions, Store } from '../k8s/store.ts';
 import { abortRender } from './abort.ts';
 import { type RenderResult, type TemplateSet, compileTemplates, renderTemplates } from './engine.ts';
-import { ServerCache } from './server-cache.ts';
+import { CallCache, type EntriesCall, type ServerCall } from './call-cache.ts';
 import { type RenderDelta, RenderDeltaSender } from './render-delta.ts';
 
 export interface RenderThreadData {
@@ -47,11 +47,13 @@ function main(): void {
     return;
   }
   const stores = new Map<string, Store>();
-  // Server lines of the last render, reused where nothing they read changed.
-  let serverCache = new ServerCache();
+  // Server lines and readings of objects of the last render, reused where nothing they read changed.
+  let serverCache = new CallCache<ServerCall>();
+  let entriesCache = new CallCache<EntriesCall>();
   const empty = () => {
     for (const s of data.sets) stores.set(s.name, new Store(s.name, s));
-    serverCache = new ServerCache();
+    serverCache = new CallCache();
+    entriesCache = new CallCache();
   };
   empty();
   let running = 0;
@@ -90,7 +92,7 @@ function main(): void {
       return;
     }
     const started = performance.now();
-    const result = renderTemplates(compiled.templates, { resources: views, values: data.values }, { timeoutMs: data.timeoutMs, serverCache });
+    const result = renderTemplates(compiled.templates, { resources: views, values: data.values }, { timeoutMs: data.timeoutMs, serverCache, entriesCache });
     if (Atomics.load(current, 0) !== running) {
       port.postMessage({ type: 'cancelled', id: running } satisfies FromThread);
       return;
