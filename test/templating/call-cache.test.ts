@@ -208,6 +208,27 @@ describe('CallCache, mapEntries calls', () => {
     assert.equal(cache.reused, 0);
   });
 
+  it('keeps what it had when a render fails after some calls, and the next render reuses it', () => {
+    const store = items(['p', 'q']);
+    const main = `<% for (const o of resources.items.list()) h.mapEntries('items', o, 'item', {}) -%>
+<% if (resources.items.first('a', 'boom')) h.fail('an item named the render to fail') -%>
+done
+`;
+    const templates = compiled(setOf(`<% h.result({ tags: [] }) -%>`, main));
+    const cache = new CallCache<EntriesCall>();
+    const input = { resources: { items: store }, values: {} };
+    assert.ok(renderTemplates(templates, input, { entriesCache: cache }).ok);
+    assert.equal(cache.size, 2);
+    store.apply({ type: 'upsert', resource: 'items', object: { kind: 'Item', metadata: { namespace: 'a', name: 'boom' } } });
+    assert.equal(renderTemplates(templates, input, { entriesCache: cache }).ok, false);
+    assert.equal(cache.size, 2, 'the failed render\'s calls (boom among them) are not kept');
+    store.apply({ type: 'delete', resource: 'items', object: { kind: 'Item', metadata: { namespace: 'a', name: 'boom' } } });
+    const after = renderTemplates(templates, input, { entriesCache: cache });
+    assert.ok(after.ok);
+    assert.equal(cache.reused, 2);
+    assert.deepEqual(after.config.mapEntries?.objects.map((o) => o.key), ['a/p', 'a/q']);
+  });
+
   it('is given once, and from a mapEntries snippet only', () => {
     const twice = renderTemplates(compiled(setOf(`<% h.result(1); h.result(2) -%>`)), { resources: { items: items(['p']) }, values: {} });
     assert.ok(!twice.ok);
