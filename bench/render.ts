@@ -4,10 +4,14 @@
  *
  *   npm run bench:render          (SIZES=100,1000,10000 ENDPOINTS=5 RUNS=3 by default)
  *
+ * ALLOCATIONS=1 adds what one render allocates (V8's sampling heap profiler, collected
+ * objects included): reusing nothing, the server lines only, and every call it can.
+ *
  * TLS=1 gives every Ingress its own certificate (a TLS Secret, EC P-256, made with
  * openssl on the first run and kept in the temporary directory).
  */
 import { mkdir, writeFile } from 'node:fs/promises';
+import { Session } from 'node:inspector/promises';
 import { tmpdir } from 'node:os';
 import { runHaproxyCheck } from '../src/haproxy/validate.ts';
 import { Store } from '../src/k8s/store.ts';
@@ -19,9 +23,31 @@ const SIZES = (process.env.SIZES ?? '100,1000,10000').split(',').map(Number);
 const ENDPOINTS = Number(process.env.ENDPOINTS ?? 5);
 const RUNS = Number(process.env.RUNS ?? 3);
 const TLS = process.env.TLS === '1';
+const ALLOCATIONS = process.env.ALLOCATIONS === '1';
 const root = new URL('..', import.meta.url).pathname;
 
 const { config, templates } = await shippedTemplates();
+
+/** MiB that `work` allocates, from the sampling heap profiler keeping what was collected (a sample every 8 KiB). */
+async function allocatedMiB(work: () => unknown): Promise<number> {
+  const session = new Session();
+  session.connect();
+  try {
+    await session.post('HeapProfiler.startSampling', { samplingInterval: 8192, includeObjectsCollectedByMajorGC: true, includeObjectsCollectedByMinorGC: true });
+    work();
+    const { profile } = await session.post('HeapProfiler.stopSampling');
+    let bytes = 0;
+    const pending = [profile.head];
+    while (pending.length > 0) {
+      const node = pending.pop()!;
+      bytes += node.selfSize;
+      pending.push(...node.children);
+    }
+    return Math.round(bytes / 1048576);
+  } finally {
+    session.disconnect();
+  }
+}
 
 const rows: Record<string, unknown>[] = [];
 for (const n of SIZES) {
@@ -61,6 +87,16 @@ for (const n of SIZES) {
     if (!result.ok) throw new Error(`${result.error.template}:${result.error.line}: ${result.error.message}`);
   }
   reusing.sort((a, b) => a - b);
+  // What one render allocates, collected or not: sampled by V8's heap profiler, with and without reuse.
+  let allocated: string | undefined;
+  if (ALLOCATIONS) {
+    // As the previous release's render thread: server lines reused, every Ingress read again.
+    const serverLines = { serverCache: new CallCache<ServerCall>() };
+    renderTemplates(templates, input, serverLines);
+    const none = await allocatedMiB(() => renderTemplates(templates, input));
+    const lines = await allocatedMiB(() => renderTemplates(templates, input, serverLines));
+    allocated = `${none} / ${lines} / ${await allocatedMiB(() => renderTemplates(templates, input, caches))}`;
+  }
   const checkStart = performance.now();
   const check = await runHaproxyCheck(rendered!, { haproxyBin: 'haproxy', timeoutMs: 120_000, tmpDir: tmpdir() });
   const checkMs = performance.now() - checkStart;
@@ -75,6 +111,7 @@ for (const n of SIZES) {
     'store fill ms': Math.round(fillMs),
     [`render ms (median of ${RUNS})`]: Math.round(renderMs),
     'render ms, calls reused': Math.round(reusing[Math.floor(reusing.length / 2)]!),
+    ...(allocated && { 'MiB allocated per render: nothing / server lines / all calls reused': allocated }),
     'haproxy -c ms': Math.round(checkMs),
     'render / haproxy -c': (renderMs / checkMs).toFixed(2),
   });

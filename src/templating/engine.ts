@@ -624,8 +624,9 @@ function renderEntries(templates: CompiledTemplates, include: (name: unknown, ar
 }
 
 /**
- * A value given with h.result, frozen through: the next render may hand the very same
- * value to its caller, so neither render may change it.
+ * A value given with h.result, frozen through its values: the next render may hand the
+ * very same value to its caller, so neither render may change it. Objects already frozen
+ * (the sealed cluster objects) are not walked again.
  */
 function deepFreeze<T>(value: T): T {
   const pending: unknown[] = [value];
@@ -633,10 +634,8 @@ function deepFreeze<T>(value: T): T {
     const next = pending.pop();
     if (next === null || (typeof next !== 'object' && typeof next !== 'function') || Object.isFrozen(next)) continue;
     Object.freeze(next);
-    for (const key of Reflect.ownKeys(next as object)) {
-      const descriptor = Reflect.getOwnPropertyDescriptor(next as object, key);
-      if (descriptor && 'value' in descriptor) pending.push(descriptor.value);
-    }
+    if (Array.isArray(next)) for (const item of next) pending.push(item);
+    else for (const item of Object.values(next)) pending.push(item);
   }
   return value;
 }
