@@ -3,7 +3,7 @@ import { before, describe, it } from 'node:test';
 import type { LoadedConfig } from '../../src/cli/load-config.ts';
 import type { KubeObject, ResourceChange } from '../../src/k8s/resource.ts';
 import { Store } from '../../src/k8s/store.ts';
-import { type RenderInput, type RenderResult, type TemplateSet, renderTemplates } from '../../src/templating/engine.ts';
+import { type CompiledTemplates, type RenderInput, type RenderOptions, type RenderResult, type TemplateSet, renderTemplates } from '../../src/templating/engine.ts';
 import { CallCache, type EntriesCall, type ServerCall } from '../../src/templating/call-cache.ts';
 import { selfSigned } from '../support/certificates.ts';
 import { shippedTemplates } from '../webhook/support.ts';
@@ -11,6 +11,14 @@ import { compiled, mainThreadCluster, noInput, storeOf, shopIngress as ingress, 
 
 /** What a render says, whole: any difference between a render that reused lines and one that did not shows here. */
 const outcome = (result: RenderResult) => (result.ok ? { main: result.config.main, maps: result.config.maps, warnings: result.warnings, statuses: result.statuses } : { error: result.error });
+
+/** Renders with the caches and without them, and asserts that what `view` shows of the two is the same. */
+function sameAsFresh(templates: CompiledTemplates, input: RenderInput, caches: RenderOptions, view: (result: RenderResult) => unknown, what: string): void {
+  const reusing = renderTemplates(templates, input, caches);
+  const fresh = renderTemplates(templates, input);
+  assert.ok(fresh.ok, `${what}: ${JSON.stringify(!fresh.ok && fresh.error)}`);
+  assert.deepEqual(view(reusing), view(fresh), what);
+}
 
 describe('CallCache, server lines (shipped templates)', () => {
   let loaded: LoadedConfig;
@@ -28,10 +36,7 @@ describe('CallCache, server lines (shipped templates)', () => {
     const cache = new CallCache<ServerCall>();
     const input = (): RenderInput => ({ resources: Object.fromEntries(stores), values });
     const both = (what: string) => {
-      const reusing = renderTemplates(loaded.templates, input(), { serverCache: cache });
-      const fresh = renderTemplates(loaded.templates, input());
-      assert.ok(fresh.ok, `${what}: ${JSON.stringify(!fresh.ok && fresh.error)}`);
-      assert.deepEqual(outcome(reusing), outcome(fresh), what);
+      sameAsFresh(loaded.templates, input(), { serverCache: cache }, outcome, what);
       return cache.reused;
     };
     both('first render');
@@ -113,10 +118,7 @@ describe('CallCache, Ingress readings (shipped templates)', () => {
     const caches = { serverCache: new CallCache<ServerCall>(), entriesCache: new CallCache<EntriesCall>() };
     const input = (): RenderInput => ({ resources: Object.fromEntries(stores), values });
     const both = (what: string) => {
-      const reusing = renderTemplates(loaded.templates, input(), caches);
-      const fresh = renderTemplates(loaded.templates, input());
-      assert.ok(fresh.ok, `${what}: ${JSON.stringify(!fresh.ok && fresh.error)}`);
-      assert.deepEqual(whole(reusing), whole(fresh), what);
+      sameAsFresh(loaded.templates, input(), caches, whole, what);
       return caches.entriesCache.reused;
     };
     assert.equal(both('first render'), 0);
