@@ -5,7 +5,8 @@
  *   npm run bench:render          (SIZES=100,1000,10000 ENDPOINTS=5 RUNS=3 by default)
  *
  * ALLOCATIONS=1 adds what one render allocates (V8's sampling heap profiler, collected
- * objects included): reusing nothing, the server lines only, and every call it can.
+ * objects included): reusing nothing, the server lines and Ingress readings only, and
+ * the Ingress model too (as the render thread does).
  *
  * TLS=1 gives every Ingress its own certificate (a TLS Secret, EC P-256, made with
  * openssl on the first run and kept in the temporary directory).
@@ -16,7 +17,7 @@ import { tmpdir } from 'node:os';
 import { runHaproxyCheck } from '../src/haproxy/validate.ts';
 import { Store } from '../src/k8s/store.ts';
 import { renderTemplates } from '../src/templating/engine.ts';
-import { CallCache, type EntriesCall, type ServerCall } from '../src/templating/call-cache.ts';
+import { CallCache, type EntriesCall, type OnceCall, type ServerCall } from '../src/templating/call-cache.ts';
 import { shippedTemplates, syntheticCluster, tlsPairs } from './synthetic.ts';
 
 const SIZES = (process.env.SIZES ?? '100,1000,10000').split(',').map(Number);
@@ -71,9 +72,10 @@ for (const n of SIZES) {
     rendered = result.config;
   }
   times.sort((a, b) => a - b);
-  // As the render thread renders: the server lines and Ingress readings of the last render reused where
-  // nothing they read changed. Between two renders one EndpointSlice moves, so one backend is written again.
-  const caches = { serverCache: new CallCache<ServerCall>(), entriesCache: new CallCache<EntriesCall>() };
+  // As the render thread renders: the server lines, Ingress readings and Ingress model of the last render
+  // reused where nothing they read changed. Between two renders one EndpointSlice moves, so one backend is
+  // written again.
+  const caches = { serverCache: new CallCache<ServerCall>(), entriesCache: new CallCache<EntriesCall>(), onceCache: new CallCache<OnceCall>() };
   const input = { resources: Object.fromEntries(stores), values };
   renderTemplates(templates, input, caches);
   const slices = stores.get('endpointslices')!;
@@ -90,12 +92,12 @@ for (const n of SIZES) {
   // What one render allocates, collected or not: sampled by V8's heap profiler, with and without reuse.
   let allocated: string | undefined;
   if (ALLOCATIONS) {
-    // As the previous release's render thread: server lines reused, every Ingress read again.
-    const serverLines = { serverCache: new CallCache<ServerCall>() };
-    renderTemplates(templates, input, serverLines);
+    // As the previous release's render thread: server lines and Ingress readings reused, the model built again.
+    const calls = { serverCache: new CallCache<ServerCall>(), entriesCache: new CallCache<EntriesCall>() };
+    renderTemplates(templates, input, calls);
     const none = await allocatedMiB(() => renderTemplates(templates, input));
-    const lines = await allocatedMiB(() => renderTemplates(templates, input, serverLines));
-    allocated = `${none} / ${lines} / ${await allocatedMiB(() => renderTemplates(templates, input, caches))}`;
+    const readings = await allocatedMiB(() => renderTemplates(templates, input, calls));
+    allocated = `${none} / ${readings} / ${await allocatedMiB(() => renderTemplates(templates, input, caches))}`;
   }
   const checkStart = performance.now();
   const check = await runHaproxyCheck(rendered!, { haproxyBin: 'haproxy', timeoutMs: 120_000, tmpDir: tmpdir() });
@@ -111,7 +113,7 @@ for (const n of SIZES) {
     'store fill ms': Math.round(fillMs),
     [`render ms (median of ${RUNS})`]: Math.round(renderMs),
     'render ms, calls reused': Math.round(reusing[Math.floor(reusing.length / 2)]!),
-    ...(allocated && { 'MiB allocated per render: nothing / server lines / all calls reused': allocated }),
+    ...(allocated && { 'MiB allocated per render: nothing / server lines and readings / and the model reused': allocated }),
     'haproxy -c ms': Math.round(checkMs),
     'render / haproxy -c': (renderMs / checkMs).toFixed(2),
   });

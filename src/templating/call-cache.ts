@@ -2,6 +2,8 @@ import type { KubeObject } from '../k8s/resource.ts';
 import type { ResourceView } from '../k8s/store.ts';
 import type { DeclaredObject } from './map-entries.ts';
 import type { Isolation } from './systematic-faults.ts';
+import type { JournalOp } from './once-journal.ts';
+import type { Declaration } from './status-declarations.ts';
 
 /** What a call made reusable across renders read: each read as the fast path's index takes it (`set \u0001 key`). */
 export interface KeptCall {
@@ -25,9 +27,26 @@ export interface EntriesCall extends KeptCall {
 }
 
 /**
+ * A kept h.once value (`{ keep: true }`), with what computing it did besides: the
+ * isolations (`entered`), what the journal noted (warnings, skips, errors caught,
+ * h.mapEntries declarations), the statuses it declared, how many effects it counted,
+ * and whether it touched render state at all (for the frames of calls around it).
+ */
+export interface OnceCall extends KeptCall {
+  value: unknown;
+  ops: readonly JournalOp[];
+  declarations: readonly Declaration[];
+  effects: number;
+  touched: boolean;
+}
+
+/** A call as the cache holds it: with the objects its lookups returned when it was kept. */
+export type Kept<C extends KeptCall> = C & { lookups: readonly (readonly KubeObject[])[] };
+
+/**
  * The calls of the last render that may be reused by the next one where nothing they
- * read changed: the server lines of each h.servers call and the map entries (and
- * value) of each h.mapEntries call. A full render at 10k Ingresses spends about a
+ * read changed: the server lines of each h.servers call, the map entries (and
+ * value) of each h.mapEntries call, and the kept h.once values. A full render at 10k Ingresses spends about a
  * quarter of its time writing server lines and about a third reading each Ingress,
  * and between two renders almost all of them are the same.
  *
@@ -39,8 +58,8 @@ export interface EntriesCall extends KeptCall {
  * in a render are dropped after it, so the cache never outgrows one render.
  */
 export class CallCache<C extends KeptCall> {
-  private kept = new Map<string, C & { lookups: readonly (readonly KubeObject[])[] }>();
-  private used = new Map<string, C & { lookups: readonly (readonly KubeObject[])[] }>();
+  private kept = new Map<string, Kept<C>>();
+  private used = new Map<string, Kept<C>>();
   private templates: unknown;
   private values: unknown;
   private sets: Readonly<Record<string, ResourceView>> | undefined;
@@ -58,7 +77,7 @@ export class CallCache<C extends KeptCall> {
   }
 
   /** The call, if it was kept, `fits` it, and every lookup it made still returns what it did. */
-  get(key: string, fits: (kept: C) => boolean = () => true): C | undefined {
+  get(key: string, fits: (kept: C) => boolean = () => true): Kept<C> | undefined {
     const kept = this.kept.get(key);
     if (!kept || !this.sets || !fits(kept)) return undefined;
     for (const [i, read] of kept.reads.entries()) {
@@ -69,16 +88,27 @@ export class CallCache<C extends KeptCall> {
     return kept;
   }
 
-  /** Keeps a call for the next render. */
-  put(key: string, call: C): void {
-    if (!this.sets) return;
+  /** Keeps a call for the next render; answers what is kept, if it could be. */
+  put(key: string, call: C): Kept<C> | undefined {
+    if (!this.sets) return undefined;
     const lookups: (readonly KubeObject[])[] = [];
     for (const read of call.reads) {
       const found = lookup(this.sets, read);
-      if (found === undefined) return;
+      if (found === undefined) return undefined;
       lookups.push(found);
     }
-    this.used.set(key, { ...call, lookups });
+    const kept = { ...call, lookups };
+    this.used.set(key, kept);
+    return kept;
+  }
+
+  /**
+   * Keeps for the next render a call this render reused without making it: one made
+   * inside a kept h.once value that was reused whole, whose reads cover the call's.
+   */
+  carry(key: string, kept: Kept<C>): void {
+    this.used.set(key, kept);
+    this.reused++;
   }
 
   /** Ends the render: what it did not use goes. A render that failed keeps what was kept before it. */

@@ -87,7 +87,7 @@ import { type Entry, MapDeclarationLog, declarationTarget, readDeclaration } fro
 import { type AuxKind, AUX_KINDS, type RenderedConfig, type ServerSet, auxPath, readKey, sealRendered } from './rendered.ts';
 import { abortRender, describeValue } from './abort.ts';
 import { auxText, haproxyWord, isFileName } from './escape.ts';
-import { type Helpers, type RenderSession, type RenderWarning, createHelpers } from './helpers.ts';
+import { type Helpers, type RenderSession, type RenderWarning, catchSkip, createHelpers, failedAt, sayWarning } from './helpers.ts';
 import { collectStatuses } from './status-declarations.ts';
 import { type Isolation, SystematicFaults } from './systematic-faults.ts';
 import type { ObjectStatus } from '../status/types.ts';
@@ -95,8 +95,10 @@ import { ForbiddenConstruct, compileInRealm, rethrow } from './compile.ts';
 import { type LocatableTemplate, asFault, diagnoseCompileError, faultFrom, locateForbidden, locateThrow } from './locate.ts';
 import { compareCodeUnits, readOnly, resourceSets } from './readonly.ts';
 import { flatText } from '../flat-text.ts';
-import type { CallCache, EntriesCall, ServerCall } from './call-cache.ts';
+import type { CallCache, EntriesCall, OnceCall, ServerCall } from './call-cache.ts';
+import { type JournalOp, OnceJournal } from './once-journal.ts';
 import { ReuseFrames } from './reuse-frames.ts';
+import { deepFreeze } from './deep-freeze.ts';
 import { RenderTimeout, templateRealm } from './realm.ts';
 
 /** A render's fresh bookkeeping; `running` names the template being rendered, for errors. */
@@ -297,6 +299,8 @@ export interface RenderOptions {
   serverCache?: CallCache<ServerCall>;
   /** h.mapEntries calls of the last render that gave a value (h.result), reused likewise for the same objects. */
   entriesCache?: CallCache<EntriesCall>;
+  /** h.once values computed with `{ keep: true }` by the last render, reused likewise with what computing them said. */
+  onceCache?: CallCache<OnceCall>;
 }
 
 /** Each compiled set's helpers as the template realm sees them: made once. */
@@ -332,10 +336,12 @@ export function renderTemplates(templates: CompiledTemplates, input: RenderInput
     cache?.begin(templates, input.resources, input.values);
     const entriesCache = options.entriesCache;
     entriesCache?.begin(templates, input.resources, input.values);
+    const onceCache = options.onceCache;
+    onceCache?.begin(templates, input.resources, input.values);
     return realm.run(() => {
       const units = unitsOf.get(templates)!;
       const collected = openSession(units, () => active.at(-1) ?? current);
-      const frames = entriesCache ? (collected.reuse = new ReuseFrames()) : undefined;
+      const frames = entriesCache || onceCache ? (collected.reuse = new ReuseFrames()) : undefined;
       session.current = collected;
       // Lookups go to the h.servers call being rendered, or to the render as a whole.
       const reads = new Set<string>();
@@ -360,6 +366,7 @@ export function renderTemplates(templates: CompiledTemplates, input: RenderInput
         if (typeof snippet !== 'string') return abortRender(`servers(): the snippet must be its name, got ${describeValue(snippet)}`);
         // Its markers stand in the text of whatever calls it: nothing around it can be reused.
         frames?.touch();
+        collected.journal?.spoil('it writes server lines');
         let json: string;
         try {
           json = JSON.stringify(args ?? {}) ?? 'null';
@@ -396,6 +403,12 @@ export function renderTemplates(templates: CompiledTemplates, input: RenderInput
         return `\u0000${pending.length - 1}\u0000`;
       };
       const declarations = new MapDeclarationLog();
+      /** An h.mapEntries call's declaration, noted by a kept h.once being computed; `carried`: replayed from one, so its kept call stays kept. */
+      const declareEntries = (op: Extract<JournalOp, { kind: 'entries' }>, carried: boolean) => {
+        declarations.add(op.snippet, op.args, op.declared);
+        collected.journal?.note(op);
+        if (carried && op.call) entriesCache?.carry(op.cacheKey, op.call);
+      };
       const sealedArgs = new Map<string, unknown>();
       const setNames = new Set(Object.keys(input.resources));
       collected.mapEntries = (set, object, snippet, args) => {
@@ -407,7 +420,7 @@ export function renderTemplates(templates: CompiledTemplates, input: RenderInput
         if (kept) {
           for (const e of kept.entered) collected.faults.enter(e.template, e.subject, e.part);
           for (const read of kept.reads) onRead(read);
-          declarations.add(snippet as string, json, { ...target, ...kept.declared });
+          declareEntries({ kind: 'entries', snippet: snippet as string, args: json, declared: { ...target, ...kept.declared }, cacheKey, call: kept }, false);
           return kept.result;
         }
         const frame = frames?.begin();
@@ -431,11 +444,53 @@ export function renderTemplates(templates: CompiledTemplates, input: RenderInput
             recording?.push(...entered);
           }
         }
-        declarations.add(snippet as string, json, { ...target, ...declared });
         // Only a snippet that gives its value promises to change no shared state, so only its calls are kept.
-        if (entriesCache && frame && given && !frame.touched) entriesCache.put(cacheKey, { object, declared, result: given.value, reads: [...frame.reads], entered });
+        const keeping = entriesCache && frame && given && !frame.touched ? entriesCache.put(cacheKey, { object, declared, result: given.value, reads: [...frame.reads], entered }) : undefined;
+        declareEntries({ kind: 'entries', snippet: snippet as string, args: json, declared: { ...target, ...declared }, cacheKey, call: keeping }, false);
         return given?.value;
       };
+      if (onceCache && frames) {
+        const replay = (op: JournalOp) => {
+          if (op.kind === 'warning') sayWarning(collected, op.key, { ...op.warning });
+          else if (op.kind === 'skip') catchSkip(collected, op.key, op.skip);
+          else if (op.kind === 'failed') failedAt(collected, op.site, op.subject, op.name, op.thrown);
+          else declareEntries(op, true);
+        };
+        collected.keepOnce = (key, compute) => {
+          const kept = onceCache.get(key);
+          if (kept) {
+            // Said again in the order computing it said it: isolations, reads, then what the journal noted.
+            for (const e of kept.entered) collected.faults.enter(e.template, e.subject, e.part);
+            for (const read of kept.reads) onRead(read);
+            frames.reused(key, kept.reads, kept.touched);
+            for (const op of kept.ops) replay(op);
+            for (const d of kept.declarations) collected.declarations.push(d);
+            collected.effects += kept.effects;
+            return kept.value;
+          }
+          const journal = (collected.journal = new OnceJournal(collected.journal));
+          const entered: Isolation[] = [];
+          const recording = collected.faults.recording;
+          collected.faults.recording = entered;
+          const declared = collected.declarations.length;
+          const effects = collected.effects;
+          const before = new Set(collected.once.keys());
+          let value: unknown;
+          try {
+            value = deepFreeze(frames.computeOnce(key, compute));
+          } finally {
+            collected.journal = journal.parent;
+            collected.faults.recording = recording;
+            recording?.push(...entered);
+          }
+          // A value first computed inside is not handed on with this one: a later reader computes it again,
+          // which is the same only where computing it said nothing.
+          for (const inner of collected.once.keys()) if (!before.has(inner) && frames.computed(inner)?.touched) journal.spoil(`h.once value ${JSON.stringify(inner)}, computed inside, said something`);
+          const computed = frames.computed(key)!;
+          if (!journal.spoiled) onceCache.put(key, { value, reads: computed.reads, entered, ops: journal.ops, declarations: collected.declarations.slice(declared), effects: collected.effects - effects, touched: computed.touched });
+          return value;
+        };
+      }
       const run = (unit: CompiledTemplate, escape: Escape): string => {
         current = unit.label;
         collected.file = unit.label;
@@ -482,6 +537,7 @@ export function renderTemplates(templates: CompiledTemplates, input: RenderInput
     if (session) session.current = undefined;
     options.serverCache?.end(completed);
     options.entriesCache?.end(completed);
+    options.onceCache?.end(completed);
   }
 }
 
@@ -621,23 +677,6 @@ function renderEntries(templates: CompiledTemplates, include: (name: unknown, ar
     return abortRender(`mapEntries(): snippets/${snippet} must write JSON`);
   }
   return readDeclaration(snippet, value, templates.maps);
-}
-
-/**
- * A value given with h.result, frozen through its values: the next render may hand the
- * very same value to its caller, so neither render may change it. Objects already frozen
- * (the sealed cluster objects) are not walked again.
- */
-function deepFreeze<T>(value: T): T {
-  const pending: unknown[] = [value];
-  while (pending.length > 0) {
-    const next = pending.pop();
-    if (next === null || (typeof next !== 'object' && typeof next !== 'function') || Object.isFrozen(next)) continue;
-    Object.freeze(next);
-    if (Array.isArray(next)) for (const item of next) pending.push(item);
-    else for (const item of Object.values(next)) pending.push(item);
-  }
-  return value;
 }
 
 export type ObjectEntriesResult = { ok: true; maps: Record<string, Entry[]>; mapsOnly: boolean; mapsFirst: boolean; warnings: number } | { ok: false; error: RenderError };

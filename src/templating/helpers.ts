@@ -3,13 +3,15 @@ import { isIPv4, isIPv6 } from 'node:net';
 import type { ObjectRef, RenderWarning } from '../events.ts';
 import { type AuxKind, auxPath } from './rendered.ts';
 import type { ReuseFrames } from './reuse-frames.ts';
+import type { CaughtSkip, OnceJournal } from './once-journal.ts';
+import { deepFreeze } from './deep-freeze.ts';
 import { abort, abortRender, describeValue } from './abort.ts';
 import { haproxyWord, isFileName, lfText, mapKey, regexEscape } from './escape.ts';
 import { fileName } from './file-name.ts';
 import { type Located, ObjectSkip } from './locate.ts';
 import { compareCodeUnits } from './readonly.ts';
 import { type Declaration, declare } from './status-declarations.ts';
-import type { SystematicFaults } from './systematic-faults.ts';
+import type { SystematicFaults, Thrown } from './systematic-faults.ts';
 
 export type { RenderWarning } from '../events.ts';
 
@@ -115,8 +117,16 @@ export interface Helpers {
    * Computes a value once per render and returns the same value to every later
    * call with that key, from any template: a model that several templates share
    * (routes for haproxy.cfg and the maps) is built once.
+   *
+   * With `{ keep: true }` the value is frozen through, and the next render reuses it
+   * while everything computing it read returns the same objects (a model of the
+   * Ingresses, after only an EndpointSlice changed), saying again the warnings,
+   * statuses and skips computing it made. `compute` promises to be a function of
+   * what it reads (resources, values, other h.once values) and to change nothing it
+   * did not create; a computation that adds a certificate, marks a file, reads
+   * h.skipped or writes server lines is computed again in every render.
    */
-  once(key: unknown, compute: unknown): unknown;
+  once(key: unknown, compute: unknown, options?: unknown): unknown;
   /**
    * The server lines of `backend`, as snippet `snippet` renders them with `args`: write
    * it with `<%- h.servers(name, 'servers', { ns, service }) %>` in haproxy.cfg where the
@@ -235,6 +245,10 @@ export interface RenderSession {
   give?(value: unknown): void;
   /** What reusable calls read and touched, when the render reuses calls. */
   reuse?: ReuseFrames;
+  /** The journal of the innermost kept h.once value being computed, if any. */
+  journal?: OnceJournal;
+  /** h.once with keep, as the running render implements it: reused from the last render where it can be. */
+  keepOnce?(key: string, compute: () => unknown): unknown;
 }
 
 /** A property path (as for get) or a function of the item. */
@@ -263,6 +277,33 @@ const skipKey = (subject: unknown, part: unknown) => {
   return ref ? `${ref.kind ?? ''}\u0000${ref.namespace ?? ''}\u0000${ref.name}\u0000${typeof part === 'string' ? part : ''}` : undefined;
 };
 
+/** h.once's options: `{ keep: true }` or nothing. */
+function keepOption(options: unknown): boolean {
+  if (options === undefined) return false;
+  if (options === null || typeof options !== 'object' || Object.keys(options).some((k) => k !== 'keep')) abortRender(`once(): options must be { keep: true } or left out, got ${describeValue(options)}`);
+  const keep = (options as { keep?: unknown }).keep;
+  if (keep !== undefined && typeof keep !== 'boolean') abortRender(`once(): options.keep must be true or false, got ${describeValue(keep)}`);
+  return keep === true;
+}
+
+/** A warning said (once per render: the first of the same object and message stands), and noted by a kept h.once being computed. */
+export function sayWarning(open: RenderSession, key: string, warning: RenderWarning): void {
+  open.journal?.note({ kind: 'warning', key, warning });
+  if (!open.warnings.has(key)) open.warnings.set(key, warning);
+}
+
+/** A skip an h.isolate caught, as h.skipped reads it (the first stands), noted by a kept h.once being computed. */
+export function catchSkip(open: RenderSession, key: string, skip: CaughtSkip): void {
+  open.journal?.note({ kind: 'skip', key, skip });
+  if (!open.skips.has(key)) open.skips.set(key, skip);
+}
+
+/** An unexpected error an h.isolate caught, counted towards a template fault, and noted by a kept h.once being computed. */
+export function failedAt(open: RenderSession, site: string, subject: unknown, name: string, thrown: Thrown): void {
+  open.journal?.note({ kind: 'failed', site, subject, name, thrown });
+  open.faults.failed(site, subject, name, thrown);
+}
+
 /** Render state other than the text was touched: no call running can be reused by a later render. */
 function touched(open: RenderSession): void {
   open.effects++;
@@ -282,7 +323,7 @@ export function createHelpers(known: KnownFiles, session: () => RenderSession | 
     const key = JSON.stringify([warning.object ?? '', warning.message]);
     // A huge value quoted in a message must not make a huge log line.
     if (warning.message.length > MAX_MESSAGE) warning.message = `${warning.message.slice(0, MAX_MESSAGE)}…`;
-    if (!open.warnings.has(key)) open.warnings.set(key, warning);
+    sayWarning(open, key, warning);
   };
   const isolate = <T>(subject: unknown, fn: () => T, options: { part?: unknown; fallback?: T } = {}): T | undefined => {
     const open = session() ?? abortRender('isolate() runs within a render, and no render is running');
@@ -310,7 +351,7 @@ export function createHelpers(known: KnownFiles, session: () => RenderSession | 
       const described = describeSubject(subject);
       if (where.unexpected && site !== undefined && described.ref) {
         const { namespace, name } = described.ref;
-        open.faults.failed(site, subject, namespace === undefined ? name : `${namespace}/${name}`, { template: where.template, ...(where.line !== undefined && { line: where.line }), message: where.message });
+        failedAt(open, site, subject, namespace === undefined ? name : `${namespace}/${name}`, { template: where.template, ...(where.line !== undefined && { line: where.line }), message: where.message });
       }
       const at = where.field ?? part;
       const skipped = part === undefined ? 'skipped' : `${part} skipped`;
@@ -327,9 +368,7 @@ export function createHelpers(known: KnownFiles, session: () => RenderSession | 
         ...(where.statusReason !== undefined && { reason: where.statusReason }),
       });
       const key = skipKey(subject, part);
-      if (key !== undefined && !open.skips.has(key)) {
-        open.skips.set(key, { message: where.message, ...(at !== undefined && { field: at }), ...(where.statusReason !== undefined && { reason: where.statusReason }) });
-      }
+      if (key !== undefined) catchSkip(open, key, { message: where.message, ...(at !== undefined && { field: at }), ...(where.statusReason !== undefined && { reason: where.statusReason }) });
       return options.fallback;
     }
   };
@@ -358,7 +397,8 @@ export function createHelpers(known: KnownFiles, session: () => RenderSession | 
       const reason = checkReason('warn', details?.reason);
       const warning: RenderWarning = { ...describeSubject(subject), message: typeof message === 'string' ? message : describeValue(message), ...(field !== undefined && { field }), ...(reason !== undefined && { reason }) };
       const key = JSON.stringify([warning.object ?? '', warning.message]);
-      if (open.warnings.has(key)) return '';
+      // Said already in this render; a kept h.once value being computed notes it all the same.
+      if (open.warnings.has(key) && !open.journal) return '';
       const where = open.locate(new Error());
       record(open, { ...warning, template: where.template, ...(where.line !== undefined && { line: where.line }) });
       return '';
@@ -381,6 +421,7 @@ export function createHelpers(known: KnownFiles, session: () => RenderSession | 
     skipped: (subject, part) => {
       const open = session() ?? abortRender('skipped() reads the current render, and no render is running');
       touched(open);
+      open.journal?.spoil('it reads h.skipped');
       if (part !== undefined && typeof part !== 'string') abortRender(`skipped(): the part must be a field path, got ${describeValue(part)}`);
       const key = skipKey(subject, part);
       const skip = key === undefined ? undefined : open.skips.get(key);
@@ -399,14 +440,20 @@ export function createHelpers(known: KnownFiles, session: () => RenderSession | 
       throw new ObjectSkip(`${field} must be a list, not ${describeValue(value)}`, field);
     },
     fileName,
-    once: (key, compute) => {
+    once: (key, compute, options) => {
       const open = session() ?? abortRender('once() caches within a render, and no render is running');
       // Not reusable by the server-line cache; a reusable mapEntries call reads what computing it read.
       open.effects++;
       if (typeof key !== 'string') abortRender(`once(): the key must be a string, got ${describeValue(key)}`);
       if (typeof compute !== 'function') abortRender(`once(): expected a function to compute ${JSON.stringify(key)}`);
+      const keep = keepOption(options);
       if (open.once.has(key)) open.reuse?.readOnce(key);
-      else open.once.set(key, open.reuse ? open.reuse.computeOnce(key, compute as () => unknown) : (compute as () => unknown)());
+      else if (keep && open.keepOnce) open.once.set(key, open.keepOnce(key, compute as () => unknown));
+      else {
+        const value = open.reuse ? open.reuse.computeOnce(key, compute as () => unknown) : (compute as () => unknown)();
+        // Frozen with or without a cache to keep it in, so that a template never works only without one.
+        open.once.set(key, keep ? deepFreeze(value) : value);
+      }
       return open.once.get(key);
     },
     servers: (backend, snippet, args) => {
@@ -428,6 +475,7 @@ export function createHelpers(known: KnownFiles, session: () => RenderSession | 
     certFile: (name, content) => {
       const open = session() ?? abortRender('certFile() adds to a render, and no render is running');
       touched(open);
+      open.journal?.spoil('it adds a certificate');
       if (typeof name !== 'string' || !isFileName(name)) abort(`certFile(): ${describeValue(name)} is not a valid file name`);
       if (typeof content !== 'string') abort(`certFile(): the content must be a string, got ${describeValue(content)}`);
       if (known.certs.has(name)) abortRender(`certFile(): ${JSON.stringify(name)} is the name of a certificate template`);
@@ -440,6 +488,7 @@ export function createHelpers(known: KnownFiles, session: () => RenderSession | 
     referencesFiles: () => {
       const open = session() ?? abortRender('referencesFiles() marks a file of a render, and no render is running');
       touched(open);
+      open.journal?.spoil('it marks a file');
       if (open.file === 'haproxy.cfg') abortRender('referencesFiles(): haproxy.cfg needs no mark, its file references are always known');
       open.referencing.add(open.file);
       return '';

@@ -14,7 +14,7 @@ import type { ResourceChange } from '../k8s/resource.ts';
 import { type ResourceView, type StoreOptions, Store } from '../k8s/store.ts';
 import { abortRender } from './abort.ts';
 import { type RenderResult, type TemplateSet, compileTemplates, renderTemplates } from './engine.ts';
-import { CallCache, type EntriesCall, type ServerCall } from './call-cache.ts';
+import { CallCache, type EntriesCall, type OnceCall, type ServerCall } from './call-cache.ts';
 import { type RenderDelta, RenderDeltaSender } from './render-delta.ts';
 
 export interface RenderThreadData {
@@ -47,13 +47,16 @@ function main(): void {
     return;
   }
   const stores = new Map<string, Store>();
-  // Server lines and readings of objects of the last render, reused where nothing they read changed.
+  // Server lines, readings of objects and kept h.once values (the Ingress model) of the last render,
+  // reused where nothing they read changed.
   let serverCache = new CallCache<ServerCall>();
   let entriesCache = new CallCache<EntriesCall>();
+  let onceCache = new CallCache<OnceCall>();
   const empty = () => {
     for (const s of data.sets) stores.set(s.name, new Store(s.name, s));
     serverCache = new CallCache();
     entriesCache = new CallCache();
+    onceCache = new CallCache();
   };
   empty();
   let running = 0;
@@ -92,7 +95,7 @@ function main(): void {
       return;
     }
     const started = performance.now();
-    const result = renderTemplates(compiled.templates, { resources: views, values: data.values }, { timeoutMs: data.timeoutMs, serverCache, entriesCache });
+    const result = renderTemplates(compiled.templates, { resources: views, values: data.values }, { timeoutMs: data.timeoutMs, serverCache, entriesCache, onceCache });
     if (Atomics.load(current, 0) !== running) {
       port.postMessage({ type: 'cancelled', id: running } satisfies FromThread);
       return;

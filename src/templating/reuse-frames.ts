@@ -50,6 +50,21 @@ export class ReuseFrames {
     }
   }
 
+  /** What computing an h.once value of this render read, and whether that touched render state. */
+  computed(key: string): { reads: readonly string[]; touched: boolean } | undefined {
+    return this.onces.get(key);
+  }
+
+  /**
+   * An h.once value kept from the last render and reused instead of computed: what
+   * computing it read is noted by key, as if it had been computed, and its effects touch
+   * every open frame. The reads themselves the caller replays, as reads of this render.
+   */
+  reused(key: string, reads: readonly string[], touched: boolean): void {
+    this.onces.set(key, { reads, touched });
+    if (touched) this.touch();
+  }
+
   /** An h.once value read, not computed: what computing it read is read by every open frame. */
   readOnce(key: string): void {
     if (this.open.length === 0) return;

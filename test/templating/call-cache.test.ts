@@ -4,7 +4,7 @@ import type { LoadedConfig } from '../../src/cli/load-config.ts';
 import type { KubeObject, ResourceChange } from '../../src/k8s/resource.ts';
 import { Store } from '../../src/k8s/store.ts';
 import { type CompiledTemplates, type RenderInput, type RenderOptions, type RenderResult, type TemplateSet, renderTemplates } from '../../src/templating/engine.ts';
-import { CallCache, type EntriesCall, type ServerCall } from '../../src/templating/call-cache.ts';
+import { CallCache, type EntriesCall, type OnceCall, type ServerCall } from '../../src/templating/call-cache.ts';
 import { selfSigned } from '../support/certificates.ts';
 import { shippedTemplates } from '../webhook/support.ts';
 import { compiled, mainThreadCluster, noInput, storeOf, shopIngress as ingress, shopService as service, shopSlice as slice } from './support.ts';
@@ -154,6 +154,209 @@ describe('CallCache, Ingress readings (shipped templates)', () => {
     const other = renderTemplates(loaded.templates, { resources: Object.fromEntries(stores), values: { ...values } }, caches);
     assert.ok(other.ok);
     assert.equal(caches.entriesCache.reused, 0, 'other values start over');
+  });
+});
+
+describe('CallCache, the kept Ingress model (shipped templates)', () => {
+  let loaded: LoadedConfig;
+  before(async () => {
+    loaded = await shippedTemplates();
+  });
+  const whole = (result: RenderResult) => (result.ok ? { ...outcome(result), mapEntries: result.config.mapEntries, reads: [...(result.config.serverSets?.reads ?? [])].sort() } : { error: result.error });
+  const withRoute = (i: number, host: string, svc = `svc-${i}`): KubeObject => ({ ...ingress(i), spec: { rules: [{ host, http: { paths: [{ path: '/', pathType: 'Prefix', backend: { service: { name: svc, port: { number: 80 } } } }] } }] } });
+
+  it('renders exactly what a render without it renders, and builds the model again only when something it read changed', () => {
+    const stores = new Map(loaded.config.watch.map((w) => [w.name, new Store(w.name, w)]));
+    const apply = (change: ResourceChange) => stores.get(change.type === 'problem' ? '' : change.resource)!.apply(change);
+    const values = { ...loaded.config.values, httpPort: 18080 };
+    for (let i = 0; i < 10; i++) {
+      apply({ type: 'upsert', resource: 'services', object: service(i) });
+      apply({ type: 'upsert', resource: 'endpointslices', object: slice(i, [`10.0.${i}.1`]) });
+    }
+    for (let i = 0; i < 6; i++) apply({ type: 'upsert', resource: 'ingresses', object: ingress(i) });
+    // What the model says about objects, besides the routes: a host another Ingress holds, a Service that
+    // does not exist (both warn), and an Ingress that is skipped (a warning, not served).
+    apply({ type: 'upsert', resource: 'ingresses', object: withRoute(6, 'app-1.example.com', 'svc-6') });
+    apply({ type: 'upsert', resource: 'ingresses', object: withRoute(7, 'app-7.example.com', 'missing') });
+    apply({ type: 'upsert', resource: 'ingresses', object: { ...ingress(8), spec: { rules: [{ host: 'not a host', http: { paths: [] } }] } } });
+    const caches = { serverCache: new CallCache<ServerCall>(), entriesCache: new CallCache<EntriesCall>(), onceCache: new CallCache<OnceCall>() };
+    const input = (): RenderInput => ({ resources: Object.fromEntries(stores), values });
+    const both = (what: string) => {
+      sameAsFresh(loaded.templates, input(), caches, whole, what);
+      return caches.onceCache.reused;
+    };
+    assert.equal(both('first render'), 0);
+    assert.equal(caches.onceCache.size, 1, 'the Ingress model is kept');
+    const first = renderTemplates(loaded.templates, input(), caches);
+    assert.ok(first.ok);
+    assert.equal(caches.onceCache.reused, 1);
+    // The model's warnings and statuses are said again, not lost with the computation.
+    assert.ok(first.warnings.some((w) => /already routed by Ingress shop\/ing-1/.test(w.message)), JSON.stringify(first.warnings.map((w) => w.message)));
+    assert.ok(first.warnings.some((w) => /Service shop\/missing does not exist/.test(w.message)));
+    assert.ok(first.warnings.some((w) => w.object === 'Ingress shop/ing-8' && w.skipped));
+    assert.deepEqual(first.statuses.filter((s) => s.ref.kind === 'Ingress').map((s) => [s.ref.name, s.served]), [...Array.from({ length: 8 }, (_, i) => [`ing-${i}`, true]), ['ing-8', false]]);
+    // The entries cache keeps every reading the reused model carried: after the model is built again, they are reused.
+    const readings = caches.entriesCache.size;
+    assert.equal(readings, 8);
+
+    apply({ type: 'upsert', resource: 'endpointslices', object: slice(3, ['10.9.9.9']) });
+    assert.equal(both('a slice moved'), 1, 'an EndpointSlice is nothing the model reads');
+    assert.equal(both('nothing changed'), 1);
+    assert.equal(caches.entriesCache.size, readings);
+
+    apply({ type: 'upsert', resource: 'ingresses', object: withRoute(2, 'moved-2.example.com') });
+    assert.equal(both('an Ingress changed'), 0);
+    assert.equal(caches.entriesCache.reused, 7, 'the readings of the other Ingresses come from the entries cache');
+    assert.equal(both('settled'), 1);
+
+    apply({ type: 'upsert', resource: 'services', object: { ...service(0), metadata: { namespace: 'shop', name: 'missing' } } });
+    both('the missing Service created');
+    apply({ type: 'upsert', resource: 'ingresses', object: ingress(8) });
+    both('the bad Ingress mended');
+    apply({ type: 'upsert', resource: 'ingressclasses', object: { apiVersion: 'networking.k8s.io/v1', kind: 'IngressClass', metadata: { name: 'other' }, spec: { controller: 'example.com/other' } } });
+    assert.equal(both('an IngressClass added'), 0);
+    apply({ type: 'delete', resource: 'ingresses', object: ingress(0) });
+    both('an Ingress deleted');
+    assert.equal(both('settled again'), 1);
+  });
+});
+
+describe('CallCache, kept h.once values', () => {
+  const items = (names: string[]) => storeOf('items', names.map((name) => ({ kind: 'Item', metadata: { namespace: 'a', name } })));
+  // Reads every item in isolation: a warning for 'odd', a skip for 'bad' (a field of the wrong shape), a status for each.
+  const MODEL = `h.once('model', () => h.each(resources.items.list(), (o) => {
+  if (o.metadata.name === 'odd') h.warn(o, 'odd one');
+  if (o.metadata.name === 'bad') h.skip('bad one', 'spec');
+  h.status(o, { served: true });
+  return o.metadata.name;
+}), { keep: true })`;
+  const SET: TemplateSet = {
+    main: `<% const names = ${MODEL} -%>
+<%- names.join(',') %> <%- h.skipped(resources.items.first('a', 'bad')) ? 'bad skipped' : 'none skipped' %>
+`,
+    maps: { 'm.map': `<% const again = ${MODEL} -%><%- again.length %>
+` },
+  };
+  const view = (r: RenderResult) => (r.ok ? { main: r.config.main, maps: r.config.maps, warnings: r.warnings, statuses: r.statuses } : { error: r.error });
+
+  it('hands the next render the same frozen value, and says again what computing it said', () => {
+    const store = items(['p', 'odd', 'bad', 'q']);
+    const templates = compiled(SET);
+    const cache = new CallCache<OnceCall>();
+    const input = { resources: { items: store }, values: {} };
+    const first = renderTemplates(templates, input, { onceCache: cache });
+    assert.ok(first.ok, JSON.stringify(!first.ok && first.error));
+    assert.equal(cache.reused, 0);
+    assert.equal(cache.size, 1);
+    const second = renderTemplates(templates, input, { onceCache: cache });
+    assert.equal(cache.reused, 1);
+    assert.deepEqual(view(second), view(first));
+    assert.match(first.config.main, /^odd,p,q bad skipped$/m);
+    assert.deepEqual(first.warnings.map((w) => w.message).sort(), ['odd one', 'skipped: bad one']);
+    assert.equal(first.statuses.length, 3);
+    assert.deepEqual(view(second), view(renderTemplates(templates, input)), 'the same as a render without the cache');
+  });
+
+  it('counts again the isolations and errors of a value it reuses, with those of the same line elsewhere', () => {
+    // The snippet reads an item in isolation; an item without spec fails there with a TypeError. The kept
+    // value reads four items (one bad), and the render reads three more at the same line outside it.
+    const item = (name: string, good: boolean) => ({ kind: 'Item', metadata: { namespace: 'a', name }, ...(good && { spec: { w: 1 } }) });
+    const items = storeOf('items', [item('p', true), item('q', true), item('r', true), item('s', false)]);
+    const others = storeOf('others', [item('x', true), item('y', true), item('z', true)]);
+    const templates = compiled({
+      main: `<% const w = h.once('w', () => resources.items.list().map((o) => include('w', { o })).join(','), { keep: true }) -%>
+<%- w %> <%- resources.others.list().map((o) => include('w', { o })).join(',') %>
+`,
+      snippets: { w: `<%- h.isolate(locals.o, () => locals.o.spec.w, { fallback: '-' }) -%>` },
+    });
+    const cache = new CallCache<OnceCall>();
+    const input = { resources: { items, others }, values: {} };
+    const render = () => {
+      const cached = renderTemplates(templates, input, { onceCache: cache });
+      assert.deepEqual(view(cached), view(renderTemplates(templates, input)));
+      return cached;
+    };
+    for (let i = 0; i < 2; i++) {
+      const result = render();
+      assert.ok(result.ok, JSON.stringify(!result.ok && result.error));
+      assert.equal(result.config.main, '1,1,1,- 1,1,1\n');
+      assert.deepEqual(result.warnings.map((w) => w.object), ['Item a/s']);
+    }
+    assert.equal(cache.reused, 1);
+    // Every other item bad too: four of the seven read at that line fail, which is the template's fault.
+    for (const name of ['x', 'y', 'z']) others.apply({ type: 'upsert', resource: 'others', object: item(name, false) });
+    const broken = render();
+    assert.equal(cache.reused, 1, 'the kept value was reused');
+    assert.ok(!broken.ok);
+    assert.match(broken.error.message, /4 of 7 Item objects read there/);
+  });
+
+  it('computes it again once a set it read changed', () => {
+    const store = items(['p', 'q']);
+    const templates = compiled(SET);
+    const cache = new CallCache<OnceCall>();
+    const input = { resources: { items: store }, values: {} };
+    assert.ok(renderTemplates(templates, input, { onceCache: cache }).ok);
+    store.apply({ type: 'upsert', resource: 'items', object: { kind: 'Item', metadata: { namespace: 'a', name: 'r' } } });
+    const after = renderTemplates(templates, input, { onceCache: cache });
+    assert.equal(cache.reused, 0);
+    assert.ok(after.ok);
+    assert.match(after.config.main, /^p,q,r none skipped$/m);
+  });
+
+  it('is frozen with or without a cache, so a template that changes it fails the same way in both', () => {
+    const set: TemplateSet = { main: `<% const v = h.once('v', () => ({ list: [1] }), { keep: true }); let state; try { v.list.push(2); state = 'open'; } catch { state = 'frozen'; } -%><%- state %>
+` };
+    const templates = compiled(set);
+    const fresh = renderTemplates(templates, noInput);
+    const cache = new CallCache<OnceCall>();
+    const cached = [1, 2].map(() => renderTemplates(templates, noInput, { onceCache: cache }));
+    for (const r of [fresh, ...cached]) {
+      assert.ok(r.ok);
+      assert.equal(r.config.main, 'frozen\n');
+    }
+    assert.equal(cache.reused, 1);
+  });
+
+  it('is never kept when computing it added a certificate, read h.skipped, or computed a value that said something', () => {
+    const cases: Record<string, string> = {
+      certificate: `h.once('c', () => h.certFile('x.pem', 'pem'), { keep: true })`,
+      skipped: `h.once('s', () => String(h.skipped(resources.items.first('a', 'p'))), { keep: true })`,
+      inner: `h.once('o', () => h.once('i', () => h.warn('x', 'said inside')), { keep: true })`,
+    };
+    for (const [what, code] of Object.entries(cases)) {
+      const templates = compiled({ main: `<%- ${code} %>
+` });
+      const cache = new CallCache<OnceCall>();
+      const input = { resources: { items: items(['p']) }, values: {} };
+      for (let i = 0; i < 2; i++) assert.ok(renderTemplates(templates, input, { onceCache: cache }).ok, what);
+      assert.equal(cache.size, 0, what);
+      assert.equal(cache.reused, 0, what);
+    }
+  });
+
+  it('keeps what it had when a render fails after it, and the next render reuses it', () => {
+    const store = items(['p', 'q']);
+    const templates = compiled({ main: `<%- h.once('n', () => resources.items.first('a', 'p') ? 'p' : '-', { keep: true }) %>
+<% if (resources.items.first('a', 'boom')) h.fail('boom') -%>
+` });
+    const cache = new CallCache<OnceCall>();
+    const input = { resources: { items: store }, values: {} };
+    assert.ok(renderTemplates(templates, input, { onceCache: cache }).ok);
+    store.apply({ type: 'upsert', resource: 'items', object: { kind: 'Item', metadata: { namespace: 'a', name: 'boom' } } });
+    assert.equal(renderTemplates(templates, input, { onceCache: cache }).ok, false);
+    store.apply({ type: 'delete', resource: 'items', object: { kind: 'Item', metadata: { namespace: 'a', name: 'boom' } } });
+    assert.ok(renderTemplates(templates, input, { onceCache: cache }).ok);
+    assert.equal(cache.reused, 1);
+  });
+
+  it('takes { keep: true } or nothing as options', () => {
+    const bad = renderTemplates(compiled({ main: `<%- h.once('k', () => 1, { keep: 'yes' }) %>` }), noInput);
+    assert.ok(!bad.ok);
+    assert.match(bad.error.message, /options.keep must be true or false/);
+    const other = renderTemplates(compiled({ main: `<%- h.once('k', () => 1, { cache: true }) %>` }), noInput);
+    assert.ok(!other.ok);
+    assert.match(other.error.message, /options must be \{ keep: true \}/);
   });
 });
 
