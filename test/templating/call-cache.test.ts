@@ -20,6 +20,26 @@ function sameAsFresh(templates: CompiledTemplates, input: RenderInput, caches: R
   assert.deepEqual(view(reusing), view(fresh), what);
 }
 
+/** All a render tells the fast path and the status writer too: its map declarations and what it looked up outside server lines. */
+const whole = (result: RenderResult) => (result.ok ? { ...outcome(result), mapEntries: result.config.mapEntries, reads: [...(result.config.serverSets?.reads ?? [])].sort() } : { error: result.error });
+
+/**
+ * The shipped templates' sets as the render thread keeps them (sealed as stored, so an unchanged
+ * object is the same object in every render): `services` Services, each with a slice, and the
+ * first `ingresses` of their Ingresses.
+ */
+function renderThreadCluster(loaded: LoadedConfig, services: number, ingresses: number) {
+  const stores = new Map(loaded.config.watch.map((w) => [w.name, new Store(w.name, w)]));
+  const apply = (change: ResourceChange) => stores.get(change.type === 'problem' ? '' : change.resource)!.apply(change);
+  const values = { ...loaded.config.values, httpPort: 18080 };
+  for (let i = 0; i < services; i++) {
+    apply({ type: 'upsert', resource: 'services', object: service(i) });
+    apply({ type: 'upsert', resource: 'endpointslices', object: slice(i, [`10.0.${i}.1`]) });
+  }
+  for (let i = 0; i < ingresses; i++) apply({ type: 'upsert', resource: 'ingresses', object: ingress(i) });
+  return { stores, apply, input: (): RenderInput => ({ resources: Object.fromEntries(stores), values }), values };
+}
+
 describe('CallCache, server lines (shipped templates)', () => {
   let loaded: LoadedConfig;
   before(async () => {
@@ -90,8 +110,6 @@ describe('CallCache, Ingress readings (shipped templates)', () => {
   before(async () => {
     loaded = await shippedTemplates();
   });
-  /** All a render tells the fast path and the status writer too: its map declarations and what it looked up outside server lines. */
-  const whole = (result: RenderResult) => (result.ok ? { ...outcome(result), mapEntries: result.config.mapEntries, reads: [...(result.config.serverSets?.reads ?? [])].sort() } : { error: result.error });
   const named = (i: number, port: string): KubeObject => ({ ...ingress(i), spec: { rules: [{ host: `app-${i}.example.com`, http: { paths: [{ path: '/', pathType: 'Prefix', backend: { service: { name: `svc-${i}`, port: { name: port } } } }] } }] } });
   const withTls = (i: number): KubeObject => ({ ...ingress(i), spec: { ...(ingress(i).spec as object), tls: [{ hosts: [`app-${i}.example.com`], secretName: `tls-${i}` }] } });
   const tlsSecret = (i: number, cn = `app-${i}.example.com`): KubeObject => {
@@ -100,15 +118,7 @@ describe('CallCache, Ingress readings (shipped templates)', () => {
   };
 
   it('renders exactly what a render without it renders, and reads again only the Ingresses whose object or lookups changed', () => {
-    // As the render thread keeps them: sealed as stored, so an unchanged object is the same object in every render.
-    const stores = new Map(loaded.config.watch.map((w) => [w.name, new Store(w.name, w)]));
-    const apply = (change: ResourceChange) => stores.get(change.type === 'problem' ? '' : change.resource)!.apply(change);
-    const values = { ...loaded.config.values, httpPort: 18080 };
-    for (let i = 0; i < 12; i++) {
-      apply({ type: 'upsert', resource: 'services', object: service(i) });
-      apply({ type: 'upsert', resource: 'endpointslices', object: slice(i, [`10.0.${i}.1`]) });
-    }
-    for (let i = 0; i < 8; i++) apply({ type: 'upsert', resource: 'ingresses', object: ingress(i) });
+    const { stores, apply, input, values } = renderThreadCluster(loaded, 12, 8);
     // Ingress 8 names its port: it reads every Service (the service model). 9 has a certificate: it looks its Secret up.
     apply({ type: 'upsert', resource: 'ingresses', object: named(8, 'http') });
     apply({ type: 'upsert', resource: 'ingresses', object: withTls(9) });
@@ -116,7 +126,6 @@ describe('CallCache, Ingress readings (shipped templates)', () => {
     // Ingress 10 is not valid: skipped with a warning, so read again in every render.
     apply({ type: 'upsert', resource: 'ingresses', object: { ...ingress(10), spec: { rules: [{ host: 'not a host', http: { paths: [] } }] } } });
     const caches = { serverCache: new CallCache<ServerCall>(), entriesCache: new CallCache<EntriesCall>() };
-    const input = (): RenderInput => ({ resources: Object.fromEntries(stores), values });
     const both = (what: string) => {
       sameAsFresh(loaded.templates, input(), caches, whole, what);
       return caches.entriesCache.reused;
@@ -162,25 +171,16 @@ describe('CallCache, the kept Ingress model (shipped templates)', () => {
   before(async () => {
     loaded = await shippedTemplates();
   });
-  const whole = (result: RenderResult) => (result.ok ? { ...outcome(result), mapEntries: result.config.mapEntries, reads: [...(result.config.serverSets?.reads ?? [])].sort() } : { error: result.error });
   const withRoute = (i: number, host: string, svc = `svc-${i}`): KubeObject => ({ ...ingress(i), spec: { rules: [{ host, http: { paths: [{ path: '/', pathType: 'Prefix', backend: { service: { name: svc, port: { number: 80 } } } }] } }] } });
 
   it('renders exactly what a render without it renders, and builds the model again only when something it read changed', () => {
-    const stores = new Map(loaded.config.watch.map((w) => [w.name, new Store(w.name, w)]));
-    const apply = (change: ResourceChange) => stores.get(change.type === 'problem' ? '' : change.resource)!.apply(change);
-    const values = { ...loaded.config.values, httpPort: 18080 };
-    for (let i = 0; i < 10; i++) {
-      apply({ type: 'upsert', resource: 'services', object: service(i) });
-      apply({ type: 'upsert', resource: 'endpointslices', object: slice(i, [`10.0.${i}.1`]) });
-    }
-    for (let i = 0; i < 6; i++) apply({ type: 'upsert', resource: 'ingresses', object: ingress(i) });
+    const { apply, input } = renderThreadCluster(loaded, 10, 6);
     // What the model says about objects, besides the routes: a host another Ingress holds, a Service that
     // does not exist (both warn), and an Ingress that is skipped (a warning, not served).
     apply({ type: 'upsert', resource: 'ingresses', object: withRoute(6, 'app-1.example.com', 'svc-6') });
     apply({ type: 'upsert', resource: 'ingresses', object: withRoute(7, 'app-7.example.com', 'missing') });
     apply({ type: 'upsert', resource: 'ingresses', object: { ...ingress(8), spec: { rules: [{ host: 'not a host', http: { paths: [] } }] } } });
     const caches = { serverCache: new CallCache<ServerCall>(), entriesCache: new CallCache<EntriesCall>(), onceCache: new CallCache<OnceCall>() };
-    const input = (): RenderInput => ({ resources: Object.fromEntries(stores), values });
     const both = (what: string) => {
       sameAsFresh(loaded.templates, input(), caches, whole, what);
       return caches.onceCache.reused;
