@@ -98,7 +98,7 @@ import { flatText } from '../flat-text.ts';
 import type { CallCache, EntriesCall, OnceCall, ServerCall } from './call-cache.ts';
 import { type JournalOp, OnceJournal } from './once-journal.ts';
 import { ReuseFrames } from './reuse-frames.ts';
-import { deepFreeze } from './deep-freeze.ts';
+import { deepFreeze, freezeData } from './deep-freeze.ts';
 import { RenderTimeout, templateRealm } from './realm.ts';
 
 /** A render's fresh bookkeeping; `running` names the template being rendered, for errors. */
@@ -477,7 +477,8 @@ export function renderTemplates(templates: CompiledTemplates, input: RenderInput
           const before = new Set(collected.once.keys());
           let value: unknown;
           try {
-            value = deepFreeze(frames.computeOnce(key, compute));
+            value = frames.computeOnce(key, compute);
+            if (!freezeData(value)) journal.spoil('its value holds more than plain data (a Map, a Set, a function), which freezing cannot fix');
           } finally {
             collected.journal = journal.parent;
             collected.faults.recording = recording;

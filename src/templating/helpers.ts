@@ -122,9 +122,10 @@ export interface Helpers {
    * while everything computing it read returns the same objects (a model of the
    * Ingresses, after only an EndpointSlice changed), saying again the warnings,
    * statuses and skips computing it made. `compute` promises to be a function of
-   * what it reads (resources, values, other h.once values) and to change nothing it
-   * did not create; a computation that adds a certificate, marks a file, reads
-   * h.skipped or writes server lines is computed again in every render.
+   * what it reads inside itself (resources, values, other h.once values: a value taken
+   * from around the call ties it to nothing) and to change nothing it did not create;
+   * a computation that adds a certificate, marks a file, reads h.skipped, writes server
+   * lines or gives more than plain data is computed again in every render.
    */
   once(key: unknown, compute: unknown, options?: unknown): unknown;
   /**
