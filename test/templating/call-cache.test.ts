@@ -351,6 +351,21 @@ describe('CallCache, kept h.once values', () => {
     assert.equal(cache.reused, 1);
   });
 
+  it('drops a value gone stale as soon as a render finds it so, not only when a render completes', () => {
+    // The value reads the whole set: 'boom' makes it stale, and fails the render after it was computed anew.
+    const store = items(['p', 'q']);
+    const templates = compiled({ main: `<%- h.once('n', () => resources.items.size, { keep: true }) %>
+<% if (resources.items.first('a', 'boom')) h.fail('boom') -%>
+` });
+    const cache = new CallCache<OnceCall>();
+    const input = { resources: { items: store }, values: {} };
+    assert.ok(renderTemplates(templates, input, { onceCache: cache }).ok);
+    assert.equal(cache.size, 1);
+    store.apply({ type: 'upsert', resource: 'items', object: { kind: 'Item', metadata: { namespace: 'a', name: 'boom' } } });
+    assert.equal(renderTemplates(templates, input, { onceCache: cache }).ok, false);
+    assert.equal(cache.size, 0, 'the stale value is not held until a render completes');
+  });
+
   it('takes { keep: true } or nothing as options', () => {
     const bad = renderTemplates(compiled({ main: `<%- h.once('k', () => 1, { keep: 'yes' }) %>` }), noInput);
     assert.ok(!bad.ok);
