@@ -166,6 +166,16 @@ OTEL_EXPORTER_OTLP_TRACES_ENDPOINT) is set, e.g. Jaeger's http://127.0.0.1:4318.
       process.once('SIGTERM', () => resolveSignal('SIGTERM'));
     });
     log.info(`${signal}: stopping`);
+    // A second signal (a process group stopped together sends two) does not wait for the
+    // clean stop, held by a deployment in flight; but haproxy goes with haprx, not left
+    // serving the last configuration on its own until the next start.
+    const force = () => {
+      log.warn('second signal: stopping haproxy and exiting now');
+      target.haproxy.kill();
+      process.exit(1);
+    };
+    process.once('SIGINT', force);
+    process.once('SIGTERM', force);
     subscription.unsubscribe();
     await recording?.close();
     await target.stop();

@@ -191,6 +191,15 @@ export class HaproxyProcess {
     return { ok: false, message: `no reload confirmed within ${this.options.reloadTimeoutMs} ms` };
   }
 
+  /**
+   * Tells haproxy to stop and returns at once (haprx exits right after): the master
+   * stops its workers on SIGTERM. Nothing is left serving after haprx is gone.
+   */
+  kill(): void {
+    this.stopping = true;
+    if (this.child && this.running) this.child.kill('SIGTERM');
+  }
+
   /** Stops haproxy and its workers: SIGTERM, then SIGKILL if it lingers. */
   async stop(): Promise<void> {
     const child = this.child;

@@ -139,6 +139,14 @@ export class LocalHaprx {
     return this.child?.pid;
   }
 
+  /** Its exit code once it has exited (null when a signal ended it). */
+  async exit(): Promise<number | null> {
+    const child = this.child;
+    if (!child) throw new Error('haprx was never started');
+    if (this.exitCode === undefined) await new Promise((r) => child.once('exit', r));
+    return this.exitCode ?? null;
+  }
+
   /** Whether the haprx process is still running. */
   get alive(): boolean {
     return this.child !== undefined && this.exitCode === undefined;
