@@ -203,10 +203,10 @@ export class HaproxyProcess {
   /** Stops haproxy and its workers: SIGTERM, then SIGKILL if it lingers. */
   async stop(): Promise<void> {
     const child = this.child;
-    this.stopping = true;
+    const running = this.running;
     this.closeSession();
-    if (!child || !this.running) return;
-    child.kill('SIGTERM');
+    this.kill();
+    if (!child || !running) return;
     // The bound must not outlive a haproxy that stopped at once: a pending timer would hold the process for its full length.
     const bound = new AbortController();
     const stopped = await Promise.race([this.exited.then(() => true), sleep(5_000, false, { signal: bound.signal }).catch(() => false)]);

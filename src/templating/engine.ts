@@ -95,7 +95,7 @@ import { ForbiddenConstruct, compileInRealm, rethrow } from './compile.ts';
 import { type LocatableTemplate, asFault, diagnoseCompileError, faultFrom, locateForbidden, locateThrow } from './locate.ts';
 import { compareCodeUnits, readOnly, resourceSets } from './readonly.ts';
 import { flatText } from '../flat-text.ts';
-import type { CallCache, EntriesCall, OnceCall, ServerCall } from './call-cache.ts';
+import type { CallCache, EntriesCall, KeptCall, OnceCall, ServerCall } from './call-cache.ts';
 import { type JournalOp, OnceJournal } from './once-journal.ts';
 import { ReuseFrames } from './reuse-frames.ts';
 import { deepFreeze, freezeData } from './deep-freeze.ts';
@@ -402,6 +402,11 @@ export function renderTemplates(templates: CompiledTemplates, input: RenderInput
         // A marker where the lines go, resolved once haproxy.cfg is complete: that tells where they stand.
         return `\u0000${pending.length - 1}\u0000`;
       };
+      /** A kept call reused: its isolations counted and its lookups read again, as in this render. */
+      const readAgain = (kept: KeptCall) => {
+        for (const e of kept.entered) collected.faults.enter(e.template, e.subject, e.part);
+        for (const read of kept.reads) onRead(read);
+      };
       const declarations = new MapDeclarationLog();
       /** An h.mapEntries call's declaration, noted by a kept h.once being computed; `carried`: replayed from one, so its kept call stays kept. */
       const declareEntries = (op: Extract<JournalOp, { kind: 'entries' }>, carried: boolean) => {
@@ -418,8 +423,7 @@ export function renderTemplates(templates: CompiledTemplates, input: RenderInput
         const cacheKey = `${target.set}\u0001${target.key}\u0000${snippet as string}\u0000${json}`;
         const kept = entriesCache?.get(cacheKey, (call) => call.object === object);
         if (kept) {
-          for (const e of kept.entered) collected.faults.enter(e.template, e.subject, e.part);
-          for (const read of kept.reads) onRead(read);
+          readAgain(kept);
           declareEntries({ kind: 'entries', snippet: snippet as string, args: json, declared: { ...target, ...kept.declared }, cacheKey, call: kept }, false);
           return kept.result;
         }
@@ -460,8 +464,7 @@ export function renderTemplates(templates: CompiledTemplates, input: RenderInput
           const kept = onceCache.get(key);
           if (kept) {
             // Said again in the order computing it said it: isolations, reads, then what the journal noted.
-            for (const e of kept.entered) collected.faults.enter(e.template, e.subject, e.part);
-            for (const read of kept.reads) onRead(read);
+            readAgain(kept);
             frames.reused(key, kept.reads, kept.touched);
             for (const op of kept.ops) replay(op);
             for (const d of kept.declarations) collected.declarations.push(d);

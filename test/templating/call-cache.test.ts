@@ -20,6 +20,9 @@ function sameAsFresh(templates: CompiledTemplates, input: RenderInput, caches: R
   assert.deepEqual(view(reusing), view(fresh), what);
 }
 
+/** The item whose presence the custom templates below take as the order to fail the render. */
+const BOOM: KubeObject = { kind: 'Item', metadata: { namespace: 'a', name: 'boom' } };
+
 /** All a render tells the fast path and the status writer too: its map declarations and what it looked up outside server lines. */
 const whole = (result: RenderResult) => (result.ok ? { ...outcome(result), mapEntries: result.config.mapEntries, reads: [...(result.config.serverSets?.reads ?? [])].sort() } : { error: result.error });
 
@@ -344,9 +347,9 @@ describe('CallCache, kept h.once values', () => {
     const cache = new CallCache<OnceCall>();
     const input = { resources: { items: store }, values: {} };
     assert.ok(renderTemplates(templates, input, { onceCache: cache }).ok);
-    store.apply({ type: 'upsert', resource: 'items', object: { kind: 'Item', metadata: { namespace: 'a', name: 'boom' } } });
+    store.apply({ type: 'upsert', resource: 'items', object: BOOM });
     assert.equal(renderTemplates(templates, input, { onceCache: cache }).ok, false);
-    store.apply({ type: 'delete', resource: 'items', object: { kind: 'Item', metadata: { namespace: 'a', name: 'boom' } } });
+    store.apply({ type: 'delete', resource: 'items', object: BOOM });
     assert.ok(renderTemplates(templates, input, { onceCache: cache }).ok);
     assert.equal(cache.reused, 1);
   });
@@ -361,7 +364,7 @@ describe('CallCache, kept h.once values', () => {
     const input = { resources: { items: store }, values: {} };
     assert.ok(renderTemplates(templates, input, { onceCache: cache }).ok);
     assert.equal(cache.size, 1);
-    store.apply({ type: 'upsert', resource: 'items', object: { kind: 'Item', metadata: { namespace: 'a', name: 'boom' } } });
+    store.apply({ type: 'upsert', resource: 'items', object: BOOM });
     assert.equal(renderTemplates(templates, input, { onceCache: cache }).ok, false);
     assert.equal(cache.size, 0, 'the stale value is not held until a render completes');
   });
@@ -440,10 +443,10 @@ done
     const input = { resources: { items: store }, values: {} };
     assert.ok(renderTemplates(templates, input, { entriesCache: cache }).ok);
     assert.equal(cache.size, 2);
-    store.apply({ type: 'upsert', resource: 'items', object: { kind: 'Item', metadata: { namespace: 'a', name: 'boom' } } });
+    store.apply({ type: 'upsert', resource: 'items', object: BOOM });
     assert.equal(renderTemplates(templates, input, { entriesCache: cache }).ok, false);
     assert.equal(cache.size, 2, 'the failed render\'s calls (boom among them) are not kept');
-    store.apply({ type: 'delete', resource: 'items', object: { kind: 'Item', metadata: { namespace: 'a', name: 'boom' } } });
+    store.apply({ type: 'delete', resource: 'items', object: BOOM });
     const after = renderTemplates(templates, input, { entriesCache: cache });
     assert.ok(after.ok);
     assert.equal(cache.reused, 2);
