@@ -306,6 +306,10 @@ const REALM_SOURCE = String.raw`(function (describeHost) {
   // recover from. compile.ts refuses async functions and import() for the same reason.
   for (const name of ['console', 'Atomics', 'SharedArrayBuffer', 'WebAssembly', 'FinalizationRegistry', 'WeakRef', 'eval', 'Promise', 'AsyncDisposableStack']) delete globalThis[name];
   delete Array.fromAsync;
+  // Nor the collector, which a process run with --expose-gc gives every context (as a
+  // property that cannot be deleted): a template calling it would stop the thread for a
+  // full collection each time.
+  if ('gc' in globalThis) globalThis.gc = undefined;
 
   // Assigning a property that a frozen prototype holds fails ('the override mistake'):
   // e.name = 'X' on an error, o.toString = f on an object. These become accessors whose

@@ -5,6 +5,7 @@
  * harmless value; a probe variable shows that none reached the process.
  */
 import assert from 'node:assert/strict';
+import { execFileSync } from 'node:child_process';
 import { afterEach, describe, it } from 'node:test';
 import { type RenderResult, renderTemplates } from '../../src/templating/engine.ts';
 import { compileErrors, compiled, service, storeOf } from './support.ts';
@@ -36,6 +37,16 @@ describe('the template sandbox', () => {
     assert.equal(result.config.main, Array(13).fill('undefined').join());
     blocked("<% require('node:child_process').execSync('true') %>", /ReferenceError: require is not defined/);
     blocked(`<% process.env.${PROBE} = 'escaped' %>`, /ReferenceError: process is not defined/);
+  });
+
+  it('has no gc, even in a process that exposes it (--expose-gc)', () => {
+    const engine = new URL('../../src/templating/engine.ts', import.meta.url).href;
+    const script = `const { renderTemplates, compileTemplates } = await import(${JSON.stringify(engine)});
+      const c = compileTemplates({ main: '<%- [typeof gc, typeof globalThis.gc].join() %>' });
+      const r = renderTemplates(c.templates, { resources: {}, values: {} });
+      process.stdout.write(typeof gc + ' ' + r.config.main);`;
+    const out = execFileSync(process.execPath, ['--expose-gc', '--input-type=module', '-e', script], { encoding: 'utf8' });
+    assert.equal(out, 'function undefined,undefined');
   });
 
   it('refuses import() and asynchronous code when it compiles, at the line', () => {
