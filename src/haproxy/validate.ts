@@ -29,11 +29,12 @@ import { AUX_DIRS, AUX_KINDS, auxPath } from '../templating/rendered.ts';
 import type { RenderedConfig, RenderedFiles } from '../templating/rendered.ts';
 import { tokenize } from './config.ts';
 import { certificateCheck } from './certificate-check.ts';
-import { configOf } from './plan.ts';
+import { serverCheckSteps } from './server-check.ts';
+import { configOf, configOfSteps } from './plan.ts';
 import { MAIN_FILE, checkStructure, fileNameProblem } from './structure.ts';
 import { errorMessage } from '../errors.ts';
 import { runChild, type ChildRunner } from './child-run.ts';
-import { nextTurn } from '../turns.ts';
+import { nextTurn, runInTurns } from '../turns.ts';
 
 /**
  * Where a check ended: structure and haproxy are verdicts on the render; timeout,
@@ -47,9 +48,14 @@ export function couldNotRun(phase: ValidationPhase): boolean {
 }
 
 export type ValidationResult =
-  /** `certificates`: checked as the certificates it changed from a render that passed (certificate-check.ts). */
-  | { ok: true; warnings: ValidationProblem[]; durationMs: number; cached: boolean; certificates?: true }
+  /**
+   * `partial`: checked as what it changed from a render that passed: its certificates
+   * (certificate-check.ts), or itself without the servers of unchanged backends (server-check.ts).
+   */
+  | { ok: true; warnings: ValidationProblem[]; durationMs: number; cached: boolean; partial?: PartialCheck }
   | { ok: false; phase: ValidationPhase; problems: ValidationProblem[]; warnings: ValidationProblem[]; durationMs: number; cached: boolean };
+
+export type PartialCheck = 'certificates' | 'servers';
 
 export interface ValidatorOptions {
   /** The haproxy executable; looked up in PATH unless it contains a slash. */
@@ -291,6 +297,25 @@ const MAX_CHECK_MS = 600_000;
  * `durationMs` is the wall time of the call, queueing included; a cached
  * result reports the time of the lookup.
  */
+interface Passed {
+  files: RenderedConfig;
+  warnings: ValidationProblem[];
+}
+
+/**
+ * What a render is checked as in place of itself, from the last render that passed:
+ * its certificates alone, when nothing else changed; otherwise itself without the
+ * server lines of the backends that did not change, unless the render that passed had
+ * warnings (a warning about a server left out would not be repeated).
+ */
+async function partialCheck(passed: Passed, rendered: RenderedConfig): Promise<{ files: RenderedFiles; kind: PartialCheck } | undefined> {
+  const certificates = certificateCheck(passed.files, rendered, () => configOf(rendered));
+  if (certificates) return { files: certificates, kind: 'certificates' };
+  // Read in turns: at 10k backends, parsing and comparing both renders would hold the event loop for tens of ms.
+  const servers = passed.warnings.length === 0 ? await runInTurns(serverCheckSteps(passed.files, rendered, configOfSteps)) : undefined;
+  return servers && { files: servers, kind: 'servers' };
+}
+
 export class Validator {
   private readonly haproxyBin: string;
   private readonly timeoutMs: number;
@@ -310,8 +335,8 @@ export class Validator {
   private allowedMs: number;
   // Map iteration follows insertion order; re-inserting on a hit makes the first key the least recently used.
   private readonly cache = new Map<string, Verdict>();
-  /** The last render haproxy -c passed, whole or by its certificates, and its warnings: what the next may differ from in certificates only. */
-  private passed: { files: RenderedFiles; warnings: ValidationProblem[] } | undefined;
+  /** The last render haproxy -c passed, whole or in part, and its warnings: what the next is checked in part against (partialCheck). */
+  private passed: Passed | undefined;
 
   constructor(options: ValidatorOptions = {}) {
     this.haproxyBin = options.haproxyBin ?? 'haproxy';
@@ -327,10 +352,10 @@ export class Validator {
   async validate(rendered: RenderedConfig, signal?: AbortSignal, options: ValidateOptions = {}): Promise<ValidationResult> {
     const started = performance.now();
     // Copies, so that no caller can alter a remembered verdict.
-    const finish = (verdict: Verdict, cached: boolean, certificates = false): ValidationResult => {
+    const finish = (verdict: Verdict, cached: boolean, partial?: PartialCheck): ValidationResult => {
       const durationMs = performance.now() - started;
       const warnings = verdict.warnings.map((p) => ({ ...p }));
-      if (verdict.ok) return { ok: true, warnings, durationMs, cached, ...(certificates && { certificates }) };
+      if (verdict.ok) return { ok: true, warnings, durationMs, cached, ...(partial && { partial }) };
       return { ok: false, phase: verdict.phase, problems: verdict.problems.map((p) => ({ ...p })), warnings, durationMs, cached };
     };
     const aborted: Verdict = { ok: false, phase: 'aborted', problems: [{ file: MAIN_FILE, message: 'validation aborted' }], warnings: [] };
@@ -361,15 +386,15 @@ export class Validator {
         return finish(verdict, false);
       }
       const check = (files: RenderedFiles, timeoutMs: number) => runHaproxyCheck(files, { haproxyBin: this.haproxyBin, timeoutMs, tmpDir: this.tmpDir, env: this.env, signal, runner: this.runner });
-      const small = this.passed && certificateCheck(this.passed.files, rendered, () => configOf(rendered));
+      const small = this.passed && (await partialCheck(this.passed, rendered));
       if (small) {
         // Anything but a clean pass (a refusal, a warning, a check that could not run) checks the render whole.
-        const outcome = await check(small, this.timeoutMs);
+        const outcome = await check(small.files, this.timeoutMs);
         if (outcome.kind === 'aborted') return finish(aborted, false);
         if (outcome.kind === 'exited' && outcome.code === 0 && outcome.errors.length === 0 && outcome.warnings.length === 0) {
           const verdict: Verdict = { ok: true, warnings: this.passed!.warnings };
           this.decided(rendered, verdict);
-          return finish(verdict, false, true);
+          return finish(verdict, false, small.kind);
         }
       }
       const checkStarted = performance.now();

@@ -1,0 +1,162 @@
+import assert from 'node:assert/strict';
+import { readFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { describe, it } from 'node:test';
+import { runChild } from '../../src/haproxy/child-run.ts';
+import type { ChildRunner } from '../../src/haproxy/child-run.ts';
+import { configOfSteps } from '../../src/haproxy/plan.ts';
+import { serverCheckSteps } from '../../src/haproxy/server-check.ts';
+import { runSteps } from '../../src/steps.ts';
+import { Validator } from '../../src/haproxy/validate.ts';
+import { sealRendered } from '../../src/templating/rendered.ts';
+import type { RenderedConfig, RenderedFiles } from '../../src/templating/rendered.ts';
+
+const HEAD = ['global', '    maxconn 100', 'defaults', '    mode http', '    timeout connect 1s', '    timeout client 1s', '    timeout server 1s'];
+const FRONTEND = ['frontend http', '    bind 127.0.0.1:18081', '    use_backend %[req.hdr(host),lower,map(maps/hosts.map)]', '    default_backend be_a'];
+const backend = (name: string, servers: string[], more: string[] = []) => [`backend ${name}`, ...more, ...servers.map((s, i) => `    server s${i + 1} ${s}`)];
+const cfg = (...sections: string[][]) => [...sections.flat(), ''].join('\n');
+const render = (main: string, more: Partial<RenderedFiles> = {}): RenderedConfig => sealRendered({ main, maps: { 'hosts.map': 'a.example be_a\n' }, files: {}, certs: {}, ...more });
+const check = (passed: RenderedConfig, next: RenderedConfig) => runSteps(serverCheckSteps(passed, next, configOfSteps));
+
+const BASE = cfg(HEAD, FRONTEND, backend('be_a', ['127.0.0.1:9001', '127.0.0.1:9002']), backend('be_b', ['127.0.0.1:9003']));
+
+describe('serverCheckSteps: what a render whose changes a server of an unchanged backend cannot see is checked as', () => {
+  const base = render(BASE);
+
+  it('the render itself, with the server lines of every backend that did not change left blank, line for line', () => {
+    const main = cfg(HEAD, FRONTEND, backend('be_a', ['127.0.0.1:9001', '127.0.0.1:9002']), backend('be_b', ['127.0.0.1:9003']), backend('be_c', ['127.0.0.1:9004']));
+    const next = render(main, { maps: { 'hosts.map': 'a.example be_a\nc.example be_c\n' } });
+    const small = check(base, next)!;
+    assert.ok(small, 'a small check');
+    const lines = main.split('\n');
+    const blanked = lines.map((l) => (/^ {4}server s\d 127\.0\.0\.1:900[123]$/.test(l) ? '' : l));
+    assert.deepEqual(small.main.split('\n'), blanked, 'the same lines, the unchanged servers blank');
+    assert.match(small.main, /\nbackend be_c\n {4}server s1 127\.0\.0\.1:9004\n/);
+    assert.deepEqual(small.maps, next.maps, 'the maps as rendered');
+    // A changed backend keeps its servers; the others are left out.
+    const moved = render(cfg(HEAD, FRONTEND, backend('be_a', ['127.0.0.1:9001', '127.0.0.2:9002']), backend('be_b', ['127.0.0.1:9003'])));
+    const smallMoved = check(base, moved)!;
+    assert.match(smallMoved.main, /backend be_a\n {4}server s1 127\.0\.0\.1:9001\n {4}server s2 127\.0\.0\.2:9002\nbackend be_b\n\n$/);
+  });
+
+  it('keeps a server line that tracks another server, and every server of a backend that picks servers by name', () => {
+    const tracking = render(cfg(HEAD, FRONTEND, backend('be_a', ['127.0.0.1:9001 track be_b/s1', '127.0.0.1:9002']), backend('be_b', ['127.0.0.1:9003 check']), backend('be_u', ['127.0.0.1:9005'], ['    use-server s1 if { path /s1 }'])));
+    const next = render(`${tracking.main}backend be_c\n    server s1 127.0.0.1:9004\n`);
+    const small = check(tracking, next)!;
+    assert.match(small.main, /backend be_a\n {4}server s1 127\.0\.0\.1:9001 track be_b\/s1\n\nbackend be_b\n\n/);
+    assert.match(small.main, /backend be_u\n {4}use-server s1 if \{ path \/s1 \}\n {4}server s1 127\.0\.0\.1:9005\n/);
+  });
+
+  it('keeps the servers of a backend now under other defaults, or naming its defaults', () => {
+    const under = check(
+      render(`${BASE}defaults\n    mode tcp\nbackend be_d\n    server s1 127.0.0.1:9006\n`),
+      render(`${BASE.replace('backend be_b\n', 'defaults\n    mode tcp\nbackend be_b\n')}backend be_d\n    server s1 127.0.0.1:9006\n`),
+    )!;
+    assert.match(under.main, /backend be_a\n\n\n/);
+    assert.match(under.main, /mode tcp\nbackend be_b\n {4}server s1 127\.0\.0\.1:9003\n/);
+    assert.match(under.main, /backend be_d\n\n$/, 'still under the same defaults');
+    const named = check(render(`${BASE}defaults named\n    mode http\n`), render(`${BASE.replace('backend be_b', 'backend be_b from named')}defaults named\n    mode http\n`))!;
+    assert.match(named.main, /backend be_a\n\n\n/);
+    assert.match(named.main, /backend be_b from named\n {4}server s1 127\.0\.0\.1:9003\n/);
+  });
+
+  it('reads a large render in steps, with a turn between every thousand backends', () => {
+    const many = (n: number) => cfg(HEAD, FRONTEND, ...Array.from({ length: n }, (_, i) => backend(`be_${i}`, [`127.0.0.1:${10_000 + i}`])));
+    const steps = serverCheckSteps(render(many(3_000)), render(many(3_001)), configOfSteps);
+    let yields = 0;
+    let step = steps.next();
+    for (; !step.done; step = steps.next()) yields++;
+    assert.ok(yields >= 5, `${yields} steps`);
+    assert.equal(step.value!.main.match(/^ {4}server /gm)!.length, 1, 'only the new backend keeps its server');
+  });
+
+  it('checks the render whole when what a left-out server depends on changed, or nothing would be left out', () => {
+    const withC = (main: string) => `${main}backend be_c\n    server s1 127.0.0.1:9004\n`;
+    const whole: [string, RenderedConfig, RenderedConfig][] = [
+      ['nothing changed', base, base],
+      ['the global section', base, render(withC(BASE.replace('maxconn 100', 'maxconn 200')))],
+      ['a defaults section', base, render(withC(BASE.replace('timeout server 1s', 'timeout server 2s')))],
+      ['a resolvers section', render(`${BASE}resolvers dns\n    nameserver ns1 127.0.0.1:53\n`), render(withC(`${BASE}resolvers dns\n    nameserver ns1 127.0.0.2:53\n`))],
+      ['a section other than a proxy removed', render(`${BASE}userlist users\n    user a insecure-password b\n`), render(withC(BASE))],
+      ['a certificate', render(BASE, { certs: { 'a.pem': 'A' } }), render(withC(BASE), { certs: { 'a.pem': 'B' } })],
+      ['a general file', render(BASE, { files: { 'x.lua': '-- x' } }), render(withC(BASE), { files: { 'x.lua': '-- y' } })],
+      ['the marked files', base, render(withC(BASE), { referencing: ['general/x'] })],
+      ['a conditional block', base, render(withC(`${BASE}.if defined(X)\n.endif\n`))],
+      ['a line before the first section', base, render(withC(`bad line\n${BASE}`))],
+      ['every backend changed', base, render(cfg(HEAD, FRONTEND, backend('be_a', ['127.0.0.2:9001']), backend('be_b', ['127.0.0.2:9003'])))],
+    ];
+    for (const [what, passed, next] of whole) assert.equal(check(passed, next), undefined, what);
+  });
+});
+
+describe('Validator: unchanged servers left out (real haproxy)', () => {
+  /** Records the haproxy.cfg of every check. */
+  const recording = () => {
+    const mains: string[] = [];
+    const runner: ChildRunner = async (request, signal) => {
+      mains.push(await readFile(join(request.cwd!, 'haproxy.cfg'), 'utf8'));
+      return runChild(request, signal);
+    };
+    return { mains, runner };
+  };
+  const withBackend = (main: string, name: string, server: string) => `${main}backend ${name}\n    server s1 ${server}\n`;
+
+  it('passes a new backend on the small check, and the next change from that one too', async () => {
+    const { mains, runner } = recording();
+    const validator = new Validator({ haproxyBin: 'haproxy', runner });
+    assert.equal((await validator.validate(render(BASE))).ok, true);
+    const next = render(withBackend(BASE, 'be_c', '127.0.0.1:9004'), { maps: { 'hosts.map': 'a.example be_a\nc.example be_c\n' } });
+    const result = await validator.validate(next);
+    assert.deepEqual({ ok: result.ok, partial: result.ok && result.partial }, { ok: true, partial: 'servers' });
+    assert.equal(mains.length, 2);
+    assert.doesNotMatch(mains[1]!, /127\.0\.0\.1:900[123]/, 'the unchanged servers left out');
+    assert.match(mains[1]!, /127\.0\.0\.1:9004/);
+    const third = render(withBackend(next.main, 'be_d', '127.0.0.1:9005'), { maps: next.maps });
+    const again = await validator.validate(third);
+    assert.deepEqual({ ok: again.ok, partial: again.ok && again.partial }, { ok: true, partial: 'servers' });
+    assert.doesNotMatch(mains[2]!, /127\.0\.0\.1:900[1234]/);
+  });
+
+  it('checks the render whole when the small check fails, and reports the line of the render', async () => {
+    const { mains, runner } = recording();
+    const validator = new Validator({ haproxyBin: 'haproxy', runner });
+    assert.equal((await validator.validate(render(BASE))).ok, true);
+    const bad = render(withBackend(BASE, 'be_c', '300.1.1.1:9004'));
+    const result = await validator.validate(bad);
+    assert.equal(result.ok, false);
+    assert.equal(mains.length, 3, 'the whole render checked after the small check');
+    assert.doesNotMatch(mains[1]!, /127\.0\.0\.1:9001/);
+    assert.match(mains[2]!, /127\.0\.0\.1:9001/);
+    const line = bad.main.split('\n').indexOf('    server s1 300.1.1.1:9004') + 1;
+    assert.ok(!result.ok && result.problems.some((p) => p.file === 'haproxy.cfg' && p.line === line && /300\.1\.1\.1/.test(p.message)), JSON.stringify(result));
+    // Mended, the next goes on the small check again, from the last render that passed.
+    assert.equal((await validator.validate(render(withBackend(BASE, 'be_c', '127.0.0.1:9004')))).ok, true);
+    assert.equal(mains.length, 4);
+    assert.doesNotMatch(mains[3]!, /127\.0\.0\.1:9001/);
+  });
+
+  it('refuses what breaks an unchanged server: its resolvers gone, the server it tracks renamed', async () => {
+    const validator = new Validator({ haproxyBin: 'haproxy' });
+    const resolved = `${cfg(HEAD, FRONTEND, backend('be_a', ['127.0.0.1:9001 resolvers dns init-addr none']), backend('be_b', ['127.0.0.1:9003']))}resolvers dns\n    nameserver ns1 127.0.0.1:53\n`;
+    assert.equal((await validator.validate(render(resolved))).ok, true);
+    const gone = await validator.validate(render(withBackend(resolved.replace(/resolvers dns\n.*\n$/, ''), 'be_c', '127.0.0.1:9004')));
+    assert.ok(!gone.ok && gone.problems.some((p) => /resolvers/.test(p.message)), JSON.stringify(gone));
+
+    const tracked = cfg(HEAD, FRONTEND, backend('be_a', ['127.0.0.1:9001 track be_b/s1']), backend('be_b', ['127.0.0.1:9003 check']));
+    assert.equal((await validator.validate(render(tracked))).ok, true);
+    const renamed = await validator.validate(render(withBackend(tracked.replace('server s1 127.0.0.1:9003 check', 'server s2 127.0.0.1:9003 check'), 'be_c', '127.0.0.1:9004')));
+    assert.ok(!renamed.ok && renamed.problems.some((p) => /be_b\/s1|unable to find/.test(p.message)), JSON.stringify(renamed));
+  });
+
+  it('checks whole after a render that passed with warnings, whose warnings the small check could not repeat', async () => {
+    const { mains, runner } = recording();
+    const validator = new Validator({ haproxyBin: 'haproxy', runner });
+    // haproxy warns of a backend that sets a timeout the mode ignores.
+    const warned = BASE.replace('backend be_b\n', 'backend be_b\n    timeout tunnel 1s\n    mode tcp\n    option httplog\n');
+    const first = await validator.validate(render(warned));
+    assert.ok(first.ok && first.warnings.length > 0, JSON.stringify(first));
+    const next = await validator.validate(render(withBackend(warned, 'be_c', '127.0.0.1:9004')));
+    assert.ok(next.ok && next.partial === undefined && next.warnings.length > 0, JSON.stringify(next));
+    assert.match(mains[1]!, /127\.0\.0\.1:9001/, 'checked whole');
+  });
+});
