@@ -12,9 +12,12 @@ import type { RenderedConfig } from '../../src/templating/rendered.ts';
 
 const FAKE_HAPROXY = fileURLToPath(new URL('../support/fake-haproxy/haproxy-test-double.sh', import.meta.url));
 
-/** A structurally sound render; `tag` makes the hash differ and shows up in the double's log. */
+/**
+ * A structurally sound render; `tag` makes the hash differ and shows up in the double's log.
+ * It stands in the global section, so that every render is checked whole (no server line is left out).
+ */
 function rendered(tag: string, aux: { maps?: Record<string, string>; files?: Record<string, string>; certs?: Record<string, string> } = {}): RenderedConfig {
-  const main = [`# tag ${tag}`, 'global', 'frontend fe', '  bind :8080', '  default_backend be', 'backend be', '  server s1 127.0.0.1:80', ''].join('\n');
+  const main = ['global', `# tag ${tag}`, 'frontend fe', '  bind :8080', '  default_backend be', 'backend be', '  server s1 127.0.0.1:80', ''].join('\n');
   return sealRendered({ main, maps: aux.maps ?? {}, files: aux.files ?? {}, certs: aux.certs ?? {} });
 }
 
