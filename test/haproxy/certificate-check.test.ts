@@ -1,15 +1,12 @@
 import assert from 'node:assert/strict';
-import { readFile } from 'node:fs/promises';
-import { join } from 'node:path';
 import { describe, it } from 'node:test';
 import { CHECK_LIST, certificateCheck } from '../../src/haproxy/certificate-check.ts';
-import { runChild } from '../../src/haproxy/child-run.ts';
-import type { ChildRunner } from '../../src/haproxy/child-run.ts';
 import { configOf } from '../../src/haproxy/plan.ts';
 import { Validator } from '../../src/haproxy/validate.ts';
 import { sealRendered } from '../../src/templating/rendered.ts';
 import type { RenderedConfig, RenderedFiles } from '../../src/templating/rendered.ts';
 import { selfSigned } from '../support/certificates.ts';
+import { recordedChecks } from '../support/recorded-checks.ts';
 
 const pair = (body: string) => `-----BEGIN CERTIFICATE-----\n${body}\n-----END CERTIFICATE-----\n-----BEGIN PRIVATE KEY-----\nK${body}\n-----END PRIVATE KEY-----\n`;
 const MAIN = ['global', '    maxconn 100', 'defaults', '    mode http', '    timeout connect 1s', '    timeout client 1s', '    timeout server 1s', 'frontend https', '    bind 127.0.0.1:8443 ssl crt-list ssl/https.crtlist', '    http-request return status 200', ''].join('\n');
@@ -68,20 +65,11 @@ describe('Validator: certificates checked apart (real haproxy)', () => {
   const site = selfSigned('a.example');
   const other = selfSigned('c.example');
   const added = selfSigned('b.example');
-  /** Records the haproxy.cfg of every check. */
-  const recording = () => {
-    const mains: string[] = [];
-    const runner: ChildRunner = async (request, signal) => {
-      mains.push(await readFile(join(request.cwd!, 'haproxy.cfg'), 'utf8'));
-      return runChild(request, signal);
-    };
-    return { mains, runner };
-  };
   const tls = (certs: Record<string, string>, list: string[]) => render({ ...certs, 'https.crtlist': list.map((l) => `${l}\n`).join('') });
   const base = tls({ 'a.pem': site.pem, 'c.pem': other.pem }, ['ssl/a.pem a.example', 'ssl/c.pem c.example']);
 
   it('passes a new certificate and a renewal on the small check, and the next change from that one too', async () => {
-    const { mains, runner } = recording();
+    const { mains, runner } = recordedChecks();
     const validator = new Validator({ haproxyBin: 'haproxy', runner });
     assert.equal((await validator.validate(base)).ok, true);
     const next = tls({ 'a.pem': selfSigned('a.example').pem, 'b.pem': added.pem, 'c.pem': other.pem }, ['ssl/a.pem a.example', 'ssl/b.pem b.example', 'ssl/c.pem c.example']);
@@ -97,7 +85,7 @@ describe('Validator: certificates checked apart (real haproxy)', () => {
   });
 
   it('checks the render whole when the small check fails, and reports what haproxy says of the render', async () => {
-    const { mains, runner } = recording();
+    const { mains, runner } = recordedChecks();
     const validator = new Validator({ haproxyBin: 'haproxy', runner });
     assert.equal((await validator.validate(base)).ok, true);
     // A certificate with another one's key.

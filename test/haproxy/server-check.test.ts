@@ -1,15 +1,12 @@
 import assert from 'node:assert/strict';
-import { readFile } from 'node:fs/promises';
-import { join } from 'node:path';
 import { describe, it } from 'node:test';
-import { runChild } from '../../src/haproxy/child-run.ts';
-import type { ChildRunner } from '../../src/haproxy/child-run.ts';
 import { configOfSteps } from '../../src/haproxy/plan.ts';
 import { serverCheckSteps } from '../../src/haproxy/server-check.ts';
-import { runSteps } from '../../src/steps.ts';
 import { Validator } from '../../src/haproxy/validate.ts';
+import { runSteps } from '../../src/steps.ts';
 import { sealRendered } from '../../src/templating/rendered.ts';
 import type { RenderedConfig, RenderedFiles } from '../../src/templating/rendered.ts';
+import { recordedChecks } from '../support/recorded-checks.ts';
 
 const HEAD = ['global', '    maxconn 100', 'defaults', '    mode http', '    timeout connect 1s', '    timeout client 1s', '    timeout server 1s'];
 const FRONTEND = ['frontend http', '    bind 127.0.0.1:18081', '    use_backend %[req.hdr(host),lower,map(maps/hosts.map)]', '    default_backend be_a'];
@@ -90,19 +87,10 @@ describe('serverCheckSteps: what a render whose changes a server of an unchanged
 });
 
 describe('Validator: unchanged servers left out (real haproxy)', () => {
-  /** Records the haproxy.cfg of every check. */
-  const recording = () => {
-    const mains: string[] = [];
-    const runner: ChildRunner = async (request, signal) => {
-      mains.push(await readFile(join(request.cwd!, 'haproxy.cfg'), 'utf8'));
-      return runChild(request, signal);
-    };
-    return { mains, runner };
-  };
   const withBackend = (main: string, name: string, server: string) => `${main}backend ${name}\n    server s1 ${server}\n`;
 
   it('passes a new backend on the small check, and the next change from that one too', async () => {
-    const { mains, runner } = recording();
+    const { mains, runner } = recordedChecks();
     const validator = new Validator({ haproxyBin: 'haproxy', runner });
     assert.equal((await validator.validate(render(BASE))).ok, true);
     const next = render(withBackend(BASE, 'be_c', '127.0.0.1:9004'), { maps: { 'hosts.map': 'a.example be_a\nc.example be_c\n' } });
@@ -118,7 +106,7 @@ describe('Validator: unchanged servers left out (real haproxy)', () => {
   });
 
   it('checks the render whole when the small check fails, and reports the line of the render', async () => {
-    const { mains, runner } = recording();
+    const { mains, runner } = recordedChecks();
     const validator = new Validator({ haproxyBin: 'haproxy', runner });
     assert.equal((await validator.validate(render(BASE))).ok, true);
     const bad = render(withBackend(BASE, 'be_c', '300.1.1.1:9004'));
@@ -149,7 +137,7 @@ describe('Validator: unchanged servers left out (real haproxy)', () => {
   });
 
   it('checks whole after a render that passed with warnings, whose warnings the small check could not repeat', async () => {
-    const { mains, runner } = recording();
+    const { mains, runner } = recordedChecks();
     const validator = new Validator({ haproxyBin: 'haproxy', runner });
     // haproxy warns of a backend that sets a timeout the mode ignores.
     const warned = BASE.replace('backend be_b\n', 'backend be_b\n    timeout tunnel 1s\n    mode tcp\n    option httplog\n');
