@@ -79,6 +79,7 @@ describe('serverCheckSteps: what a render whose changes a server of an unchanged
       ['a general file', render(BASE, { files: { 'x.lua': '-- x' } }), render(withC(BASE), { files: { 'x.lua': '-- y' } })],
       ['the marked files', base, render(withC(BASE), { referencing: ['general/x'] })],
       ['a conditional block', base, render(withC(`${BASE}.if defined(X)\n.endif\n`))],
+      ['a conditional block in the render that passed', render(`${BASE}.if defined(X)\n.endif\n`), render(withC(BASE))],
       ['a line before the first section', base, render(withC(`bad line\n${BASE}`))],
       ['every backend changed', base, render(cfg(HEAD, FRONTEND, backend('be_a', ['127.0.0.2:9001']), backend('be_b', ['127.0.0.2:9003'])))],
     ];
