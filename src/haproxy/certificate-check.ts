@@ -17,7 +17,7 @@
  * - the global section sets no `crt-base` or `ca-base`, which move where files are read.
  * Pure: no IO.
  */
-import { auxPath, type RenderedFiles } from '../templating/rendered.ts';
+import { auxPath, type RenderedFiles, sameAux } from '../templating/rendered.ts';
 import { classify } from './aux-refs.ts';
 import type { HaproxyConfig } from './config.ts';
 import { type CrtListLine, boundCrtLists, crtListLines, isKeyPair } from './crt-list.ts';
@@ -25,19 +25,13 @@ import { type CrtListLine, boundCrtLists, crtListLines, isKeyPair } from './crt-
 /** The crt-list of the small configuration. */
 export const CHECK_LIST = '.certificate-check.crtlist';
 
-const sameRecord = (a: Readonly<Record<string, string>>, b: Readonly<Record<string, string>>) => {
-  const keys = Object.keys(a);
-  return keys.length === Object.keys(b).length && keys.every((k) => a[k] === b[k]);
-};
-
 /**
  * The small configuration that checks what `next` changed from `passed` (a render
  * haproxy -c passed), or undefined when `next` must be checked whole. `parse` gives
  * `next`'s haproxy.cfg as the plan reads it, asked for only when it is the same text.
  */
 export function certificateCheck(passed: RenderedFiles, next: RenderedFiles, parse: () => HaproxyConfig): RenderedFiles | undefined {
-  if (passed.main !== next.main || !sameRecord(passed.maps, next.maps) || !sameRecord(passed.files, next.files)) return undefined;
-  if ((passed.referencing ?? []).join('\n') !== (next.referencing ?? []).join('\n')) return undefined;
+  if (passed.main !== next.main || !sameAux(passed, next, ['maps', 'files'])) return undefined;
   const parsed = parse();
   const global = parsed.sections[0]?.type === 'global' ? parsed.sections[0] : undefined;
   if (global && global.lines.some((l) => l.keyword === 'crt-base' || l.keyword === 'ca-base')) return undefined;

@@ -23,16 +23,11 @@
  * Everything else (the changed and new backends, every frontend, every map) is checked
  * as it is. Pure: no IO.
  */
-import type { RenderedConfig, RenderedFiles } from '../templating/rendered.ts';
+import { type RenderedConfig, type RenderedFiles, sameAux } from '../templating/rendered.ts';
 import type { Steps } from '../steps.ts';
 import type { HaproxyConfig, Section } from './config.ts';
 
 const PROXIES: ReadonlySet<string> = new Set(['frontend', 'backend', 'listen']);
-
-const sameRecord = (a: Readonly<Record<string, string>>, b: Readonly<Record<string, string>>) => {
-  const keys = Object.keys(a);
-  return keys.length === Object.keys(b).length && keys.every((k) => a[k] === b[k]);
-};
 
 /** What a server line in a backend can tell of its context: the defaults section before it, and the backend itself. */
 interface Backend {
@@ -89,8 +84,7 @@ const BACKENDS_PER_STEP = 1_000;
  * plan reads it. In steps (steps.ts): at 10k backends it reads 150k lines.
  */
 export function* serverCheckSteps(passed: RenderedConfig, next: RenderedConfig, parse: (rendered: RenderedConfig) => Steps<HaproxyConfig>): Steps<RenderedFiles | undefined> {
-  if (passed.main === next.main || !sameRecord(passed.certs, next.certs) || !sameRecord(passed.files, next.files)) return undefined;
-  if ((passed.referencing ?? []).join('\n') !== (next.referencing ?? []).join('\n')) return undefined;
+  if (passed.main === next.main || !sameAux(passed, next, ['certs', 'files'])) return undefined;
   // Conditional blocks (.if … .endif) can hide a section in one render and show it in the
   // other: either render holding one is checked whole. A plain search, as a regex over
   // megabytes held the event loop for milliseconds; ".if" in a name only costs a whole check.

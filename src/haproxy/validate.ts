@@ -289,14 +289,7 @@ const SIGNAL_NAMES: Readonly<Record<string, string>> = { SIGSEGV: 'crashed (SIGS
 /** The longest a check may be given, however long the ones before took. */
 const MAX_CHECK_MS = 600_000;
 
-/**
- * Validates renders: phase one, then one `haproxy -c` at a time (callers queue
- * in order), remembering definitive verdicts by the render's hash. Only what
- * haproxy decided by exiting is remembered; timeouts, aborts, crashes and
- * start-up failures say nothing about the render and are retried next time.
- * `durationMs` is the wall time of the call, queueing included; a cached
- * result reports the time of the lookup.
- */
+/** The last render haproxy -c passed, whole or in part, with its warnings. */
 interface Passed {
   files: RenderedConfig;
   warnings: ValidationProblem[];
@@ -316,6 +309,14 @@ async function partialCheck(passed: Passed, rendered: RenderedConfig): Promise<{
   return servers && { files: servers, kind: 'servers' };
 }
 
+/**
+ * Validates renders: phase one, then one `haproxy -c` at a time (callers queue
+ * in order), remembering definitive verdicts by the render's hash. Only what
+ * haproxy decided by exiting is remembered; timeouts, aborts, crashes and
+ * start-up failures say nothing about the render and are retried next time.
+ * `durationMs` is the wall time of the call, queueing included; a cached
+ * result reports the time of the lookup.
+ */
 export class Validator {
   private readonly haproxyBin: string;
   private readonly timeoutMs: number;

@@ -288,6 +288,15 @@ function topHash(digest: Digest): string {
 
 const sha256 = (text: string) => createHash('sha256').update(text).digest();
 
+/** Whether two renders hold the same auxiliary files of these kinds, and mark the same ones as naming other files. */
+export function sameAux(a: RenderedFiles, b: RenderedFiles, kinds: readonly AuxKind[]): boolean {
+  for (const kind of kinds) {
+    const names = Object.keys(a[kind]);
+    if (names.length !== Object.keys(b[kind]).length || names.some((name) => a[kind][name] !== b[kind][name])) return false;
+  }
+  return (a.referencing ?? []).join('\n') === (b.referencing ?? []).join('\n');
+}
+
 /** The path of an auxiliary file relative to the directory that holds haproxy.cfg. */
 export function auxPath(kind: AuxKind, name: string): string {
   return `${AUX_DIRS[kind]}/${name}`;
