@@ -1,6 +1,6 @@
 import { mkdir } from 'node:fs/promises';
 import type { InstanceOutcome } from '../events.ts';
-import { type Plan, type RuntimeOp, planDeployment, planDeploymentSteps } from '../haproxy/plan.ts';
+import { type Plan, type RuntimeOp, planDeploymentSteps } from '../haproxy/plan.ts';
 import { crtListLineNumber, parsePreparedVersion, prepareMapCommand, replySucceeded, replyText, runtimeCommands, showCrtListCommand } from '../haproxy/runtime-commands.ts';
 import { readdOps } from '../haproxy/server-readd.ts';
 import type { RenderedConfig } from '../templating/rendered.ts';
@@ -171,7 +171,7 @@ export class LocalTarget {
     if (!this.haproxy.running || !this.running) return { ok: false, reloaded: false, runtimeOps: 0, error: 'fast path: haproxy is not running a configuration yet' };
     if (this.unsettled) return { ok: false, reloaded: false, runtimeOps: 0, error: 'fast path: haproxy still holds runtime changes of a deployment that failed; left to the full deployment' };
     // Planned from what this instance runs: apply as planned; from anything else, plan again.
-    const plan: Plan = this.running.hash === fast.from ? { kind: 'runtime', ops: [...fast.ops] } : planDeployment(this.running, config);
+    const plan: Plan = this.running.hash === fast.from ? { kind: 'runtime', ops: [...fast.ops] } : await runInTurns(planDeploymentSteps(this.running, config));
     if (plan.kind === 'none') {
       this.running = config;
       return { ok: true, reloaded: false, runtimeOps: 0 };
@@ -196,14 +196,11 @@ export class LocalTarget {
     // What follows the start is planned while haproxy reads the configuration (at 10k
     // backends that takes it most of a second); if planning fails there, it is planned
     // again below, where a failure counts as it always did.
-    let plan: Plan | undefined;
+    let planning: Promise<Plan | undefined> | undefined;
     try {
       await this.haproxy.start(() => {
-        try {
-          plan = planDeployment(undefined, config);
-        } catch {
-          // Planned again after the start, where a failure counts.
-        }
+        // In turns: haproxy's start is polled meanwhile, and /healthz answered.
+        planning = runInTurns(planDeploymentSteps(undefined, config)).catch(() => undefined);
       }, output);
     } catch (err) {
       // The state directory goes on holding the last configuration haproxy took, for the next restart.
@@ -222,7 +219,8 @@ export class LocalTarget {
       this.restartTimer = undefined;
       this.options.onHealth?.({ up: true, cause, downMs: Date.now() - since });
     }
-    plan ??= planDeployment(undefined, config);
+    // Planned again when planning failed above: here a failure counts.
+    const plan = (await planning) ?? (await runInTurns(planDeploymentSteps(undefined, config)));
     const after = plan.kind === 'reload' ? plan.after : [];
     await this.runtime(after);
     return { ok: true, reloaded: true, runtimeOps: after.length };
