@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { type Observable, concat, map, tap } from 'rxjs';
+import { type Observable, type SchedulerAction, type SchedulerLike, type Subscription, asyncScheduler, concat, map, tap } from 'rxjs';
+import type { Steps } from '../src/steps.ts';
 import type { DeployRequest, Endpoint, InstanceOutcome } from '../src/events.ts';
 import type { RenderedConfig } from '../src/templating/rendered.ts';
 import { type CanaryCheck, type CanaryEvent, canaryRollout } from '../streams/canary.ts';
@@ -45,8 +46,28 @@ const label = map((e: DeployEvent | CanaryEvent): string => {
  * Instances that take 10 ms to deploy and remember what they run (as the targets do),
  * every change reloading, and checks answering from `checks` in turn (5 ms each).
  */
-function world(cold: Cold, options: { running?: Record<string, RenderedConfig>; checks?: CanaryCheck[]; failing?: string[]; reloads?: boolean; hangs?: boolean } = {}) {
+function world(cold: Cold, options: { running?: Record<string, RenderedConfig>; checks?: CanaryCheck[]; failing?: string[]; reloads?: boolean; hangs?: boolean; verdictSteps?: number } = {}) {
   const running = new Map(Object.entries(options.running ?? { e1: L, e2: L, e3: L }));
+  // With verdictSteps, the verdict comes as that many steps of 6 ms each by a clock of their own.
+  let clock = 0;
+  const slices = { scheduled: 0 };
+  const sliceScheduler: SchedulerLike = {
+    now: () => asyncScheduler.now(),
+    schedule<T>(work: (this: SchedulerAction<T>, state?: T) => void, delay?: number, state?: T): Subscription {
+      slices.scheduled++;
+      return asyncScheduler.schedule(work, delay, state);
+    },
+  };
+  const verdict = (reloads: boolean): boolean | Steps<boolean> =>
+    options.verdictSteps === undefined
+      ? reloads
+      : (function* () {
+          for (let i = 0; i < options.verdictSteps!; i++) {
+            clock += 6;
+            yield;
+          }
+          return reloads;
+        })();
   const checks = [...(options.checks ?? [])];
   const checked: string[] = [];
   const deploy = deployer(
@@ -67,12 +88,14 @@ function world(cold: Cold, options: { running?: Record<string, RenderedConfig>; 
         checked.push(`${e.id}:${name(config)}`);
         return options.hangs ? cold<CanaryCheck>('-') : cold<CanaryCheck>('5ms (r|)', { r: checks.shift() ?? { ok: true } });
       },
-      reloads: (from, to) => (options.reloads ?? true) && from.hash !== to.hash,
+      reloads: (from, to) => verdict((options.reloads ?? true) && from.hash !== to.hash),
       running: (e) => running.get(e.id),
+      sliceScheduler,
+      clock: () => clock,
     },
     { checkForMs: 1000, intervalMs: 300 },
   );
-  return { rollout, running, checked };
+  return { rollout, running, checked, slices };
 }
 
 describe('canaryRollout', () => {
@@ -217,6 +240,50 @@ describe('canaryRollout', () => {
       });
       flush();
       assert.deepEqual(Object.fromEntries([...running].map(([id, c]) => [id, name(c)])), { e1: 'Y', e2: 'Y', e3: 'Y' });
+    });
+  });
+
+  it('works out whether a change reloads in slices when that comes as steps, and goes on as it would have at once', () => {
+    marbles().run(({ cold, expectObservable, flush }) => {
+      const { rollout, slices } = world(cold, { verdictSteps: 5 });
+      const { rollout: noReload, slices: noReloadSlices } = world(cold, { verdictSteps: 5, reloads: false });
+      expectObservable(concat(rollout(request(X)), noReload(request(Y))).pipe(label)).toBe('(ab) 6ms (cd) 996ms (ef) 6ms (ghij) 4ms (klmn|)', {
+        a: 'canary X on e1, then e2,e3',
+        b: 'start canary X e1',
+        c: 'ok e1',
+        d: 'done',
+        e: 'passed X after 4 checks',
+        f: 'start change X e2,e3',
+        g: 'ok e2',
+        h: 'ok e3',
+        i: 'done',
+        // No reload: Y goes to every instance at once.
+        j: 'start change Y e1,e2,e3',
+        k: 'ok e1',
+        l: 'ok e2',
+        m: 'ok e3',
+        n: 'done',
+      });
+      flush();
+      // Five steps of 6 ms in slices of 10 ms: three slices, the last two on tasks of their own.
+      assert.equal(slices.scheduled, 2);
+      assert.equal(noReloadSlices.scheduled, 2);
+    });
+  });
+
+  it('abandons the check once the canary deployed when the newer configuration arrived while the verdict was worked out', () => {
+    marbles().run(({ cold, hot, expectObservable }) => {
+      const { rollout, checked } = world(cold, { verdictSteps: 5 });
+      // Y comes in X's frame, after the verdict's first slice and before its last.
+      const requests = hot<DeployRequest>('(xy)', { x: request(X), y: request(Y, fleet, 'change', 2) });
+      expectObservable(schedule(requests, rollout, 2000).pipe(label), '^ 100ms !').toBe('(ab) 6ms (cde)', {
+        a: 'canary X on e1, then e2,e3',
+        b: 'start canary X e1',
+        c: 'ok e1',
+        d: 'done',
+        e: 'abandoned X for #2',
+      });
+      assert.deepEqual(checked, []);
     });
   });
 

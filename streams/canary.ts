@@ -1,8 +1,10 @@
 import { EMPTY, NEVER, type Observable, type SchedulerLike, TimeoutError, asyncScheduler, catchError, concat, connect, defer, exhaustMap, filter, finalize, last, map, merge, mergeMap, of, race, take, timeout, timer } from 'rxjs';
 import { errorMessage } from '../src/errors.ts';
 import type { CanaryCheck, ControllerEvent, DeployRequest, Endpoint } from '../src/events.ts';
+import { type Steps, isSteps } from '../src/steps.ts';
 import type { RenderedConfig } from '../src/templating/rendered.ts';
 import type { DeployEvent } from './deploy.ts';
+import { sliced } from './operators/sliced.ts';
 
 export type CanaryEvent = Extract<ControllerEvent, { type: 'CanaryStarted' | 'CanaryPassed' | 'CanaryFailed' | 'CanaryAbandoned' }>;
 
@@ -14,11 +16,17 @@ export interface CanaryDeps {
    * HTTP probe of the settings); a round that errors or does not answer in time fails.
    */
   check(endpoint: Endpoint, config: RenderedConfig, since: number): Observable<CanaryCheck>;
-  /** Whether going from one configuration to the other reloads haproxy (src/haproxy/plan.ts). */
-  reloads(from: RenderedConfig, to: RenderedConfig): boolean;
+  /**
+   * Whether going from one configuration to the other reloads haproxy (src/haproxy/plan.ts):
+   * at once, or as steps run in slices (at 10k backends the plan behind it takes some 100 ms).
+   */
+  reloads(from: RenderedConfig, to: RenderedConfig): boolean | Steps<boolean>;
   /** What an instance runs, as its target knows it (unknown after a restart of haprx, until it deploys). */
   running(endpoint: Endpoint): RenderedConfig | undefined;
   scheduler?: SchedulerLike;
+  /** What runs each next slice of `reloads`' steps (by default `scheduler`), and the clock their 10 ms budget is measured by. */
+  sliceScheduler?: SchedulerLike;
+  clock?: () => number;
 }
 
 export interface CanaryOptions {
@@ -29,6 +37,9 @@ export interface CanaryOptions {
 }
 
 type Run = (request: DeployRequest) => Observable<DeployEvent>;
+
+/** How long working out the verdict may hold the event loop at once. */
+const SLICE_MS = 10;
 
 /**
  * Canary rollout, around the function that runs one deployment (the scheduler calls it,
@@ -49,6 +60,7 @@ type Run = (request: DeployRequest) => Observable<DeployEvent>;
  */
 export function canaryRollout(run: Run, deps: CanaryDeps, options: CanaryOptions): (request: DeployRequest, newer$?: Observable<DeployRequest>) => Observable<DeployEvent | CanaryEvent> {
   const scheduler = deps.scheduler ?? asyncScheduler;
+  const slicing = { scheduler: deps.sliceScheduler ?? scheduler, budgetMs: SLICE_MS, ...(deps.clock && { now: deps.clock }) };
   /** The configuration the last canary refused, and what the rest ran then. */
   let refused: { hash: string; fallback: RenderedConfig | undefined } | undefined;
 
@@ -63,75 +75,81 @@ export function canaryRollout(run: Run, deps: CanaryDeps, options: CanaryOptions
       if (request.endpoints.length < 2) return run(request);
       const [canary, ...rest] = [...request.endpoints].sort((a, b) => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0)) as [Endpoint, ...Endpoint[]];
       const base = mostRun(rest.map(deps.running));
-      if (base && (base.hash === request.config.hash || !deps.reloads(base, request.config))) return run(request);
-
-      const { reconcile, config } = request;
-      const since = scheduler.now();
-      // A newer configuration can arrive while the canary deploys: it is remembered, and
-      // ends the check as soon as the check would start.
+      if (base?.hash === request.config.hash) return run(request);
+      // A newer configuration can arrive while the verdict is worked out or the canary
+      // deploys: it is remembered, and ends the check as soon as the check would start.
       let newer: DeployRequest | undefined;
-      const arrived$ = newer$.pipe(filter((r) => r.config.hash !== config.hash));
-      // (race counts an end as a win: this one only ever emits.)
-      const abandon$ = defer(() => (newer ? of(newer) : merge(arrived$.pipe(take(1)), NEVER))).pipe(
-        take(1),
-        map((by): CanaryEvent => ({ type: 'CanaryAbandoned', reconcile, config, endpoint: canary, by: by.reconcile })),
-      );
-      const failed = (problems: readonly string[]): Observable<DeployEvent | CanaryEvent> =>
-        defer(() => {
-          refused = { hash: config.hash, fallback: base };
-          return concat(
-            of<CanaryEvent>({ type: 'CanaryFailed', reconcile, config, endpoint: canary, problems, ...(base && { rollbackTo: base.hash }) }),
-            base ? run({ ...request, config: base, endpoints: [canary], reason: 'rollback', queuedAt: scheduler.now() }) : EMPTY,
-          );
-        });
-      const watch = (): Observable<DeployEvent | CanaryEvent> => {
-        let checks = 0;
-        // A round every interval, the first at once; one still running when the next is due has failed.
-        const failure$ = timer(0, options.intervalMs, scheduler).pipe(
-          exhaustMap(() => {
-            checks++;
-            return deps.check(canary, config, since).pipe(
-              take(1),
-              timeout({ first: options.intervalMs, scheduler }),
-              catchError((err: unknown) => of<CanaryCheck>({ ok: false, problems: [err instanceof TimeoutError ? `a check did not answer within ${options.intervalMs} ms` : `a check failed: ${errorMessage(err)}`] })),
-            );
-          }),
-          filter((c): c is Extract<CanaryCheck, { ok: false }> => !c.ok),
-          take(1),
-          mergeMap((c) => failed(c.problems)),
-        );
-        const passed$ = timer(options.checkForMs, scheduler).pipe(
-          mergeMap(() =>
-            concat(
-              of<CanaryEvent>({ type: 'CanaryPassed', reconcile, config, endpoint: canary, checks, checkedMs: options.checkForMs }),
-              run({ ...request, endpoints: rest, queuedAt: scheduler.now() }),
-            ),
-          ),
-        );
-        // Whichever comes first: a newer configuration, a failed check, the end of the window.
-        return race(abandon$, failure$, passed$);
-      };
+      const remember = newer$.pipe(filter((r) => r.config.hash !== request.config.hash)).subscribe((r) => (newer ??= r));
+      const byVerdict = (reloads: boolean) => (reloads ? canaryFirst() : run(request));
+      const verdict = base ? deps.reloads(base, request.config) : true;
+      const rollout$ = isSteps(verdict) ? sliced(() => verdict, slicing).pipe(mergeMap(byVerdict)) : byVerdict(verdict);
+      return rollout$.pipe(finalize(() => remember.unsubscribe()));
 
-      const remember = newer$.pipe(filter((r) => r.config.hash !== config.hash)).subscribe((r) => (newer ??= r));
-      return concat(
-        of<CanaryEvent>({ type: 'CanaryStarted', reconcile, config, endpoint: canary, rest, checkForMs: options.checkForMs }),
-        run({ ...request, endpoints: [canary], reason: 'canary' }).pipe(
-          connect((events$) =>
-            merge(
-              events$,
-              events$.pipe(
-                filter((e): e is Extract<DeployEvent, { type: 'DeploymentCompleted' }> => e.type === 'DeploymentCompleted'),
-                last(null, undefined),
-                mergeMap((done) => {
-                  const result = done?.results[0];
-                  if (!result) return failed(['the canary deployment ended without a result']);
-                  return result.ok ? watch() : failed([`the deployment failed: ${result.error ?? 'unknown error'}`]);
-                }),
+      function canaryFirst(): Observable<DeployEvent | CanaryEvent> {
+        const { reconcile, config } = request;
+        const since = scheduler.now();
+        const arrived$ = newer$.pipe(filter((r) => r.config.hash !== config.hash));
+        // (race counts an end as a win: this one only ever emits.)
+        const abandon$ = defer(() => (newer ? of(newer) : merge(arrived$.pipe(take(1)), NEVER))).pipe(
+          take(1),
+          map((by): CanaryEvent => ({ type: 'CanaryAbandoned', reconcile, config, endpoint: canary, by: by.reconcile })),
+        );
+        const failed = (problems: readonly string[]): Observable<DeployEvent | CanaryEvent> =>
+          defer(() => {
+            refused = { hash: config.hash, fallback: base };
+            return concat(
+              of<CanaryEvent>({ type: 'CanaryFailed', reconcile, config, endpoint: canary, problems, ...(base && { rollbackTo: base.hash }) }),
+              base ? run({ ...request, config: base, endpoints: [canary], reason: 'rollback', queuedAt: scheduler.now() }) : EMPTY,
+            );
+          });
+        const watch = (): Observable<DeployEvent | CanaryEvent> => {
+          let checks = 0;
+          // A round every interval, the first at once; one still running when the next is due has failed.
+          const failure$ = timer(0, options.intervalMs, scheduler).pipe(
+            exhaustMap(() => {
+              checks++;
+              return deps.check(canary, config, since).pipe(
+                take(1),
+                timeout({ first: options.intervalMs, scheduler }),
+                catchError((err: unknown) => of<CanaryCheck>({ ok: false, problems: [err instanceof TimeoutError ? `a check did not answer within ${options.intervalMs} ms` : `a check failed: ${errorMessage(err)}`] })),
+              );
+            }),
+            filter((c): c is Extract<CanaryCheck, { ok: false }> => !c.ok),
+            take(1),
+            mergeMap((c) => failed(c.problems)),
+          );
+          const passed$ = timer(options.checkForMs, scheduler).pipe(
+            mergeMap(() =>
+              concat(
+                of<CanaryEvent>({ type: 'CanaryPassed', reconcile, config, endpoint: canary, checks, checkedMs: options.checkForMs }),
+                run({ ...request, endpoints: rest, queuedAt: scheduler.now() }),
+              ),
+            ),
+          );
+          // Whichever comes first: a newer configuration, a failed check, the end of the window.
+          return race(abandon$, failure$, passed$);
+        };
+
+        return concat(
+          of<CanaryEvent>({ type: 'CanaryStarted', reconcile, config, endpoint: canary, rest, checkForMs: options.checkForMs }),
+          run({ ...request, endpoints: [canary], reason: 'canary' }).pipe(
+            connect((events$) =>
+              merge(
+                events$,
+                events$.pipe(
+                  filter((e): e is Extract<DeployEvent, { type: 'DeploymentCompleted' }> => e.type === 'DeploymentCompleted'),
+                  last(null, undefined),
+                  mergeMap((done) => {
+                    const result = done?.results[0];
+                    if (!result) return failed(['the canary deployment ended without a result']);
+                    return result.ok ? watch() : failed([`the deployment failed: ${result.error ?? 'unknown error'}`]);
+                  }),
+                ),
               ),
             ),
           ),
-        ),
-      ).pipe(finalize(() => remember.unsubscribe()));
+        );
+      }
     });
 }
 

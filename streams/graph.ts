@@ -119,6 +119,8 @@ export interface GraphDeps {
  */
 export function graph(settings: GraphSettings, deps: GraphDeps): Observable<ControllerEvent> {
   const scheduler = deps.scheduler ?? asyncScheduler;
+  // How the stages that work in slices (the fast path's plan, the canary's verdict) cut them.
+  const slicing = deps.slices ? { sliceScheduler: deps.slices.scheduler, ...(deps.slices.clock && { clock: deps.slices.clock }) } : {};
   const retrying = { backoff: deps.backoff ?? RETRY_BACKOFF, random: deps.random ?? Math.random, scheduler };
   const run$ = defer(() => {
     const stores = new Map(settings.watched.map((w) => [w.name, new Store(w.name, w)]));
@@ -166,7 +168,7 @@ export function graph(settings: GraphSettings, deps: GraphDeps): Observable<Cont
         const fast$ = fastPath(reconciles$, validated$.pipe(filter((e): e is ValidatedEvent => e.type === 'Validated')), {
           plan: (base, reconcile) => (fastPlan ? fastPlan({ base, reconcile, resources: stores }) : { kind: 'none' }),
           planning: (busy) => fastPlanning.next(busy),
-          ...(deps.slices && { sliceScheduler: deps.slices.scheduler, ...(deps.slices.clock && { clock: deps.slices.clock }) }),
+          ...slicing,
           ...(deps.fastPrepare && { prepare: (base: RenderedConfig) => deps.fastPrepare!({ base, resources: stores }) }),
           scheduler,
         }).pipe(
@@ -195,7 +197,7 @@ export function graph(settings: GraphSettings, deps: GraphDeps): Observable<Cont
           fastRequests$,
         ).pipe(stageName('requests'));
         const deploy = deployer({ deployTo: deps.deployTo, scheduler }, { maxParallel: settings.maxParallel, timeoutMs: settings.deployTimeoutMs });
-        const rollout = settings.canary && deps.canary ? canaryRollout(deploy, { ...deps.canary, scheduler }, settings.canary) : deploy;
+        const rollout = settings.canary && deps.canary ? canaryRollout(deploy, { ...deps.canary, scheduler, ...slicing }, settings.canary) : deploy;
         const deployed$ = whileLeader(
           requests$,
           desired$,

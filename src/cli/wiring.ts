@@ -2,7 +2,7 @@ import { EMPTY, type Observable, asyncScheduler, defer, finalize, map, mergeMap,
 import type { CanaryProbeSettings, CanarySettings, WatchedResource } from '../config/controller-config.ts';
 import type { CanaryCheck, ControllerEvent, Deployment, Endpoint, InstanceOutcome } from '../events.ts';
 import { configDiff } from '../haproxy/config-diff.ts';
-import { planDeployment } from '../haproxy/plan.ts';
+import { planDeploymentSteps } from '../haproxy/plan.ts';
 import { type Validator, couldNotRun } from '../haproxy/validate.ts';
 import type { ResourceChange } from '../k8s/resource.ts';
 import type { ResourceView } from '../k8s/store.ts';
@@ -120,7 +120,9 @@ export function controllerGraph(loaded: LoadedConfig, io: ControllerIO): Observa
 function canaryDeps(io: CanaryIO, settings: CanarySettings): NonNullable<GraphDeps['canary']> {
   return {
     check: (endpoint, _config, since) => io.check(endpoint, since, settings.probe),
-    reloads: (from, to) => planDeployment(from, to).kind === 'reload',
+    reloads: function* (from, to) {
+      return (yield* planDeploymentSteps(from, to)).kind === 'reload';
+    },
     running: (endpoint) => io.running(endpoint),
   };
 }

@@ -243,30 +243,24 @@ export function recordedDeps(deps: GraphDeps, session: RecordingSession): GraphD
       sync = false;
       return subscription;
     });
-  const value = <A extends unknown[], R>(dep: ValueDep, f: (...args: A) => R) =>
+  /** A call's value, written when it is known: a result as it returns, steps (run in slices, later than the call) when they have returned theirs. */
+  const value =
+    <A extends unknown[], R>(dep: ValueDep, f: (...args: A) => R) =>
     (...args: A): R => {
+      const n = count(dep);
       const v = f(...args);
-      session.value(dep, count(dep), v);
-      return v;
+      if (!isSteps(v)) {
+        session.value(dep, n, v);
+        return v;
+      }
+      return (function* () {
+        const outcome: unknown = yield* v;
+        session.value(dep, n, outcome);
+        return outcome;
+      })() as R;
     };
   const canary = deps.canary;
   const fastPlan = deps.fastPlan;
-  /** A plan's outcome, written when its steps have returned it (planned in slices, it comes later than the call). */
-  const recordedPlan =
-    (plan: NonNullable<GraphDeps['fastPlan']>): NonNullable<GraphDeps['fastPlan']> =>
-    (input) => {
-      const n = count('fastPlan');
-      const planned = plan(input);
-      if (!isSteps(planned)) {
-        session.value('fastPlan', n, planned);
-        return planned;
-      }
-      return (function* () {
-        const outcome = yield* planned;
-        session.value('fastPlan', n, outcome);
-        return outcome;
-      })();
-    };
   return {
     ...deps,
     changes$: stream('changes', deps.changes$, undefined, (c) => scrubChange(c, scrub)),
@@ -274,7 +268,7 @@ export function recordedDeps(deps: GraphDeps, session: RecordingSession): GraphD
     render: (input) => stream('render', deps.render(input), String(input.reconcile.seq)),
     validate: (config) => stream('validate', deps.validate(config), config.hash),
     deployTo: (endpoint, deployment) => stream('deploy', deps.deployTo(endpoint, deployment), `${endpoint.id} ${deployment.config.hash}`),
-    ...(fastPlan && { fastPlan: recordedPlan(fastPlan) }),
+    ...(fastPlan && { fastPlan: value('fastPlan', fastPlan) }),
     ...(deps.diff && { diff: value('diff', deps.diff) }),
     ...(canary && {
       canary: {

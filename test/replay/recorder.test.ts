@@ -133,7 +133,8 @@ describe('recording', () => {
     const file = join(dir, 'canary.jsonl');
     const recording = control(file, []);
     const { deps, changes } = world();
-    const running = new Map<string, RenderedConfig>();
+    // The rest (b) runs an earlier configuration: each change's verdict is worked out from it.
+    const running = new Map<string, RenderedConfig>([['b', sealRendered({ main: 'global\n# earlier\n', maps: {}, files: {}, certs: {} })]]);
     const canaried: GraphDeps = {
       ...deps,
       deployTo: (endpoint, deployment): Observable<InstanceOutcome> =>
@@ -146,7 +147,11 @@ describe('recording', () => {
       canary: {
         // The configuration with "api" in it fails its canary's checks.
         check: (_endpoint, config) => timer(3).pipe(map((): CanaryCheck => (config.main.includes('api') ? { ok: false, problems: ['probe: 503'] } : { ok: true }))),
-        reloads: (from, to) => from.hash !== to.hash,
+        // As haprx works it out: in steps, the value known when they have run.
+        reloads: function* (from, to) {
+          yield;
+          return from.hash !== to.hash;
+        },
         running: (endpoint) => running.get(endpoint.id),
       },
     };
@@ -158,6 +163,8 @@ describe('recording', () => {
     await recording.close();
     const recorded = await load(file);
     assert.deepEqual(recorded.header.inputs, ['diff', 'canary']);
+    const verdicts = recorded.entries.flatMap((e) => (e.k === 'value' && e.dep === 'reloads' ? [e.v] : []));
+    assert.ok(verdicts.length > 0 && verdicts.every((v) => v === true), JSON.stringify(verdicts));
     const replayed = replayRecording(recorded);
     assert.deepEqual(replayed.divergences, []);
     assert.equal(firstDifference(recordedTimeline(recorded), replayed.timeline), undefined);
