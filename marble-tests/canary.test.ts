@@ -98,22 +98,25 @@ function world(cold: Cold, options: { running?: Record<string, RenderedConfig>; 
   return { rollout, running, checked, slices };
 }
 
+/** X canaried on e1, passed after four checks, then deployed to the rest. */
+const passedX = {
+  a: 'canary X on e1, then e2,e3',
+  b: 'start canary X e1',
+  c: 'ok e1',
+  d: 'done',
+  e: 'passed X after 4 checks',
+  f: 'start change X e2,e3',
+  g: 'ok e2',
+  h: 'ok e3',
+  i: 'done',
+};
+
 describe('canaryRollout', () => {
   it('deploys a configuration that reloads to one instance, checks it for the stated time, then deploys to the rest', () => {
     marbles().run(({ cold, expectObservable, flush }) => {
       const { rollout, running, checked } = world(cold);
-      expectObservable(rollout(request(X)).pipe(label)).toBe('(ab) 6ms (cd) 996ms (ef) 6ms (ghi|)', {
-        a: 'canary X on e1, then e2,e3',
-        b: 'start canary X e1',
-        c: 'ok e1',
-        d: 'done',
-        // Checks at 10, 310, 610 and 910 ms, all fine; the window ends 1000 ms after the canary deployed.
-        e: 'passed X after 4 checks',
-        f: 'start change X e2,e3',
-        g: 'ok e2',
-        h: 'ok e3',
-        i: 'done',
-      });
+      // Checks at 10, 310, 610 and 910 ms, all fine; the window ends 1000 ms after the canary deployed.
+      expectObservable(rollout(request(X)).pipe(label)).toBe('(ab) 6ms (cd) 996ms (ef) 6ms (ghi|)', passedX);
       flush();
       assert.deepEqual(checked, ['e1:X', 'e1:X', 'e1:X', 'e1:X']);
       assert.deepEqual([...running.values()].map(name), ['X', 'X', 'X']);
@@ -248,15 +251,7 @@ describe('canaryRollout', () => {
       const { rollout, slices } = world(cold, { verdictSteps: 5 });
       const { rollout: noReload, slices: noReloadSlices } = world(cold, { verdictSteps: 5, reloads: false });
       expectObservable(concat(rollout(request(X)), noReload(request(Y))).pipe(label)).toBe('(ab) 6ms (cd) 996ms (ef) 6ms (ghij) 4ms (klmn|)', {
-        a: 'canary X on e1, then e2,e3',
-        b: 'start canary X e1',
-        c: 'ok e1',
-        d: 'done',
-        e: 'passed X after 4 checks',
-        f: 'start change X e2,e3',
-        g: 'ok e2',
-        h: 'ok e3',
-        i: 'done',
+        ...passedX,
         // No reload: Y goes to every instance at once.
         j: 'start change Y e1,e2,e3',
         k: 'ok e1',
@@ -271,34 +266,24 @@ describe('canaryRollout', () => {
     });
   });
 
-  it('abandons the check once the canary deployed when the newer configuration arrived while the verdict was worked out', () => {
-    marbles().run(({ cold, hot, expectObservable }) => {
-      const { rollout, checked } = world(cold, { verdictSteps: 5 });
-      // Y comes in X's frame, after the verdict's first slice and before its last.
-      const requests = hot<DeployRequest>('(xy)', { x: request(X), y: request(Y, fleet, 'change', 2) });
-      expectObservable(schedule(requests, rollout, 2000).pipe(label), '^ 100ms !').toBe('(ab) 6ms (cde)', {
-        a: 'canary X on e1, then e2,e3',
-        b: 'start canary X e1',
-        c: 'ok e1',
-        d: 'done',
-        e: 'abandoned X for #2',
+  // Y comes in X's frame (after the verdict's first slice, before its last), or 4 ms after X (while the canary deploys).
+  for (const { when, arrivals, verdictSteps } of [
+    { when: 'while whether it reloads was worked out', arrivals: '(xy)', verdictSteps: 5 },
+    { when: 'while the canary deployed', arrivals: 'x 4ms y', verdictSteps: undefined },
+  ]) {
+    it(`abandons the check as soon as the canary deployed when the newer configuration arrived ${when}`, () => {
+      marbles().run(({ cold, hot, expectObservable }) => {
+        const { rollout, checked } = world(cold, { verdictSteps });
+        const requests = hot<DeployRequest>(arrivals, { x: request(X), y: request(Y, fleet, 'change', 2) });
+        expectObservable(schedule(requests, rollout, 2000).pipe(label), '^ 100ms !').toBe('(ab) 6ms (cde)', {
+          a: 'canary X on e1, then e2,e3',
+          b: 'start canary X e1',
+          c: 'ok e1',
+          d: 'done',
+          e: 'abandoned X for #2',
+        });
+        assert.deepEqual(checked, []);
       });
-      assert.deepEqual(checked, []);
     });
-  });
-
-  it('abandons the check at once when the newer configuration arrived while the canary deployed', () => {
-    marbles().run(({ cold, hot, expectObservable }) => {
-      const { rollout, checked } = world(cold);
-      const requests = hot<DeployRequest>('x 4ms y', { x: request(X), y: request(Y, fleet, 'change', 2) });
-      expectObservable(schedule(requests, rollout, 2000).pipe(label), '^ 100ms !').toBe('(ab) 6ms (cde)', {
-        a: 'canary X on e1, then e2,e3',
-        b: 'start canary X e1',
-        c: 'ok e1',
-        d: 'done',
-        e: 'abandoned X for #2',
-      });
-      assert.deepEqual(checked, []);
-    });
-  });
+  }
 });
