@@ -4,13 +4,14 @@ import type { CanaryCheck, ControllerEvent, DeployRequest, Endpoint } from '../s
 import { type Steps, isSteps } from '../src/steps.ts';
 import type { RenderedConfig } from '../src/templating/rendered.ts';
 import type { DeployEvent } from './deploy.ts';
-import { sliced } from './operators/sliced.ts';
+import { type SliceDeps, sliced, slicingOf } from './operators/sliced.ts';
 
 export type CanaryEvent = Extract<ControllerEvent, { type: 'CanaryStarted' | 'CanaryPassed' | 'CanaryFailed' | 'CanaryAbandoned' }>;
 
 export type { CanaryCheck };
 
-export interface CanaryDeps {
+/** `sliceScheduler` runs each next slice of `reloads`' steps (by default `scheduler`); `clock` measures their 10 ms budget. */
+export interface CanaryDeps extends SliceDeps {
   /**
    * Checks the canary once (its Data Plane health, reloads that failed since `since`, the
    * HTTP probe of the settings); a round that errors or does not answer in time fails.
@@ -24,9 +25,6 @@ export interface CanaryDeps {
   /** What an instance runs, as its target knows it (unknown after a restart of haprx, until it deploys). */
   running(endpoint: Endpoint): RenderedConfig | undefined;
   scheduler?: SchedulerLike;
-  /** What runs each next slice of `reloads`' steps (by default `scheduler`), and the clock their 10 ms budget is measured by. */
-  sliceScheduler?: SchedulerLike;
-  clock?: () => number;
 }
 
 export interface CanaryOptions {
@@ -60,7 +58,7 @@ const SLICE_MS = 10;
  */
 export function canaryRollout(run: Run, deps: CanaryDeps, options: CanaryOptions): (request: DeployRequest, newer$?: Observable<DeployRequest>) => Observable<DeployEvent | CanaryEvent> {
   const scheduler = deps.scheduler ?? asyncScheduler;
-  const slicing = { scheduler: deps.sliceScheduler ?? scheduler, budgetMs: SLICE_MS, ...(deps.clock && { now: deps.clock }) };
+  const slicing = slicingOf(deps, scheduler, SLICE_MS);
   /** The configuration the last canary refused, and what the rest ran then. */
   let refused: { hash: string; fallback: RenderedConfig | undefined } | undefined;
 

@@ -4,7 +4,7 @@ import type { RuntimeOp } from '../src/haproxy/plan-types.ts';
 import { type AppliedEntry, mapValue } from '../src/templating/fast-maps.ts';
 import { type RenderedConfig, serverLines } from '../src/templating/rendered.ts';
 import { type Steps, isSteps } from '../src/steps.ts';
-import { sliced } from './operators/sliced.ts';
+import { sliced, slicingOf } from './operators/sliced.ts';
 
 export type FastPathOutcome =
   | { kind: 'none' }
@@ -75,7 +75,7 @@ export function fastPath(reconciles$: Observable<Reconcile>, validated$: Observa
     const entries = new Map<string, AppliedEntry & { seq: number }>();
     /** The earliest reconciliation the fast path left to the full path, until a validated one has it. */
     let waitFor = 0;
-    const slicing = { scheduler: deps.sliceScheduler ?? scheduler, budgetMs: deps.sliceMs ?? 10, ...(deps.clock && { now: deps.clock }) };
+    const slicing = slicingOf(deps, scheduler, deps.sliceMs ?? 10);
 
     const onValidated = (event: ValidatedEvent): Observable<(FastEvent | ValidatedEvent)[]> | (FastEvent | ValidatedEvent)[][] => {
       const seq = event.reconcile.seq;

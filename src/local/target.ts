@@ -196,11 +196,12 @@ export class LocalTarget {
     // What follows the start is planned while haproxy reads the configuration (at 10k
     // backends that takes it most of a second); if planning fails there, it is planned
     // again below, where a failure counts as it always did.
+    // In turns: haproxy's start is polled meanwhile, and /healthz answered.
+    const planStart = () => runInTurns(planDeploymentSteps(undefined, config));
     let planning: Promise<Plan | undefined> | undefined;
     try {
       await this.haproxy.start(() => {
-        // In turns: haproxy's start is polled meanwhile, and /healthz answered.
-        planning = runInTurns(planDeploymentSteps(undefined, config)).catch(() => undefined);
+        planning = planStart().catch(() => undefined);
       }, output);
     } catch (err) {
       // The state directory goes on holding the last configuration haproxy took, for the next restart.
@@ -220,7 +221,7 @@ export class LocalTarget {
       this.options.onHealth?.({ up: true, cause, downMs: Date.now() - since });
     }
     // Planned again when planning failed above: here a failure counts.
-    const plan = (await planning) ?? (await runInTurns(planDeploymentSteps(undefined, config)));
+    const plan = (await planning) ?? (await planStart());
     const after = plan.kind === 'reload' ? plan.after : [];
     await this.runtime(after);
     return { ok: true, reloaded: true, runtimeOps: after.length };

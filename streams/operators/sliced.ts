@@ -11,6 +11,17 @@ export interface SlicedOptions {
   gapMs?: number;
 }
 
+/** What a stage's dependencies may say of its slices: what runs each next one, and the clock their budget is measured by. */
+export interface SliceDeps {
+  sliceScheduler?: SchedulerLike;
+  clock?: () => number;
+}
+
+/** A stage's slicing: by default its own scheduler runs the next slice, and performance.now measures the budget. */
+export function slicingOf(deps: SliceDeps, scheduler: SchedulerLike, budgetMs: number): SlicedOptions {
+  return { scheduler: deps.sliceScheduler ?? scheduler, budgetMs, ...(deps.clock && { now: deps.clock }) };
+}
+
 /**
  * Runs `steps` in slices of at most `budgetMs`, each slice in a task of its own, and
  * emits what they return, then completes. The first slice runs at once: work that fits
