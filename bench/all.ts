@@ -1,7 +1,7 @@
 /**
- * Every benchmark in turn: render, certificate changes, admission reviews, log
- * scrubbing, change latency (in local mode, then in a cluster), scale (memory, cold
- * start, burst), a start from one manifest file, cold starts in a row and Data Plane
+ * Every benchmark in turn: render, the check of a change, certificate changes,
+ * admission reviews, log scrubbing, change latency (in local mode, then in a cluster),
+ * scale (memory, cold start, burst), a start from one manifest file, cold starts in a row and Data Plane
  * fan-out, then a check that a benchmark ends when haprx dies, then the table of scale
  * targets (bench/summary.ts). Each prints its table; the JSON lands in bench/results/,
  * summary.json holding the targets. Takes about 50 minutes at the default sizes; set
@@ -14,7 +14,7 @@ import { readdir, writeFile } from 'node:fs/promises';
 import type { DiesResult } from './summary.ts';
 
 const root = new URL('..', import.meta.url).pathname;
-const scripts = ['bench/render.ts', 'bench/certificates.ts', 'bench/admission.ts', 'bench/scrub.ts', 'bench/endpoint-latency.ts', 'bench/cluster-latency.ts', 'bench/scale.ts', 'bench/one-file.ts', 'bench/cold-start.ts', 'bench/fanout.ts'];
+const scripts = ['bench/render.ts', 'bench/check.ts', 'bench/certificates.ts', 'bench/admission.ts', 'bench/scrub.ts', 'bench/endpoint-latency.ts', 'bench/cluster-latency.ts', 'bench/scale.ts', 'bench/one-file.ts', 'bench/cold-start.ts', 'bench/fanout.ts'];
 let failed = 0;
 for (const script of scripts) {
   console.log(`\n== ${script}`);

@@ -29,7 +29,7 @@ import { AUX_DIRS, AUX_KINDS, auxPath } from '../templating/rendered.ts';
 import type { RenderedConfig, RenderedFiles } from '../templating/rendered.ts';
 import { tokenize } from './config.ts';
 import { certificateCheck } from './certificate-check.ts';
-import { serverCheckSteps } from './server-check.ts';
+import { unchangedCheckSteps } from './unchanged-check.ts';
 import { configOf, configOfSteps } from './plan.ts';
 import { MAIN_FILE, checkStructure, fileNameProblem } from './structure.ts';
 import { errorMessage } from '../errors.ts';
@@ -50,12 +50,13 @@ export function couldNotRun(phase: ValidationPhase): boolean {
 export type ValidationResult =
   /**
    * `partial`: checked as what it changed from a render that passed: its certificates
-   * (certificate-check.ts), or itself without the servers of unchanged backends (server-check.ts).
+   * (certificate-check.ts), or itself without its unchanged backends (`backends`) or their
+   * servers (`servers`) (unchanged-check.ts).
    */
   | { ok: true; warnings: ValidationProblem[]; durationMs: number; cached: boolean; partial?: PartialCheck }
   | { ok: false; phase: ValidationPhase; problems: ValidationProblem[]; warnings: ValidationProblem[]; durationMs: number; cached: boolean };
 
-export type PartialCheck = 'certificates' | 'servers';
+export type PartialCheck = 'certificates' | 'backends' | 'servers';
 
 export interface ValidatorOptions {
   /** The haproxy executable; looked up in PATH unless it contains a slash. */
@@ -298,15 +299,14 @@ interface Passed {
 /**
  * What a render is checked as in place of itself, from the last render that passed:
  * its certificates alone, when nothing else changed; otherwise itself without the
- * server lines of the backends that did not change, unless the render that passed had
- * warnings (a warning about a server left out would not be repeated).
+ * backends that did not change (or their server lines), unless the render that passed
+ * had warnings (a warning about a line left out would not be repeated).
  */
 async function partialCheck(passed: Passed, rendered: RenderedConfig): Promise<{ files: RenderedFiles; kind: PartialCheck } | undefined> {
   const certificates = certificateCheck(passed.files, rendered, () => configOf(rendered));
   if (certificates) return { files: certificates, kind: 'certificates' };
   // Read in turns: at 10k backends, parsing and comparing both renders would hold the event loop for tens of ms.
-  const servers = passed.warnings.length === 0 ? await runInTurns(serverCheckSteps(passed.files, rendered, configOfSteps)) : undefined;
-  return servers && { files: servers, kind: 'servers' };
+  return passed.warnings.length === 0 ? await runInTurns(unchangedCheckSteps(passed.files, rendered, configOfSteps)) : undefined;
 }
 
 /**
