@@ -50,10 +50,11 @@ const sameContext = (a: Proxy, b: Proxy) => sameSection(a.defaults, b.defaults) 
  * Each proxy by its type and name (`backend be_a`), in the order of the text; undefined
  * when two share both (haproxy refuses that; the whole check says so).
  */
-function proxiesOf(config: HaproxyConfig): Map<string, Proxy> | undefined {
+function* proxiesOf(config: HaproxyConfig): Steps<Map<string, Proxy> | undefined> {
   const proxies = new Map<string, Proxy>();
   let defaults: Section | undefined;
-  for (const section of config.sections) {
+  for (const [i, section] of config.sections.entries()) {
+    if (i % BACKENDS_PER_STEP === BACKENDS_PER_STEP - 1) yield;
     if (section.type === 'defaults') defaults = section;
     else if (PROXIES.has(section.type)) {
       const key = `${section.type} ${section.name}`;
@@ -64,15 +65,30 @@ function proxiesOf(config: HaproxyConfig): Map<string, Proxy> | undefined {
   return proxies;
 }
 
-/** The names of the proxies added, removed or changed (text or defaults) from one render to the other. */
-function changedNames(before: ReadonlyMap<string, Proxy>, now: ReadonlyMap<string, Proxy>): Set<string> {
-  const names = new Set<string>();
+/**
+ * The backends of `now` that are as they were `before` (text and defaults), in the
+ * order of the text; the other proxies of `now`; and the names of the proxies added,
+ * removed or changed.
+ */
+function* compared(before: ReadonlyMap<string, Proxy>, now: ReadonlyMap<string, Proxy>): Steps<{ same: Section[]; others: Section[]; changed: Set<string> }> {
+  const same: Section[] = [];
+  const others: Section[] = [];
+  const changed = new Set<string>();
+  let read = 0;
   for (const [key, proxy] of now) {
+    if (++read % BACKENDS_PER_STEP === 0) yield;
     const was = before.get(key);
-    if (!was || !sameContext(was, proxy)) names.add(proxy.section.name);
+    if (was && sameContext(was, proxy)) (proxy.section.type === 'backend' ? same : others).push(proxy.section);
+    else {
+      changed.add(proxy.section.name);
+      others.push(proxy.section);
+    }
   }
-  for (const [key, proxy] of before) if (!now.has(key)) names.add(proxy.section.name);
-  return names;
+  for (const [key, proxy] of before) {
+    if (++read % BACKENDS_PER_STEP === 0) yield;
+    if (!now.has(key)) changed.add(proxy.section.name);
+  }
+  return { same, others, changed };
 }
 
 /** The maps whose text differs from one render to the other, or that only one has. */
@@ -149,32 +165,21 @@ export function* unchangedCheckSteps(passed: RenderedConfig, next: RenderedConfi
   const before = yield* parse(passed);
   const now = yield* parse(next);
   if (now.orphans.length > 0 || now.orphanErrors.length > 0 || others(before) !== others(now)) return undefined;
-  const passedProxies = proxiesOf(before);
-  const nowProxies = proxiesOf(now);
+  const passedProxies = yield* proxiesOf(before);
+  const nowProxies = yield* proxiesOf(now);
   if (!passedProxies || !nowProxies) return undefined;
-  const changed = changedNames(passedProxies, nowProxies);
+  const { same, others: kept, changed } = yield* compared(passedProxies, nowProxies);
   const maps = changedMaps(passed, next);
   const searched = changed.size <= MAX_CHANGED;
+  const names = [...changed];
 
-  // The unchanged backends in the order of the text, as the lines are blanked below; which
-  // could go whole, by what they read; and the words of everything that stays.
+  // The unchanged backends in the order of the text, as the lines are blanked below, and
+  // which could go whole, by what they read; those that cannot are kept.
   const unchanged: { section: Section; whole: boolean }[] = [];
-  const kept: Section[] = [];
-  let read = 0;
-  for (const [key, proxy] of nowProxies) {
-    if (++read % BACKENDS_PER_STEP === 0) yield;
-    const { section } = proxy;
-    const was = section.type === 'backend' ? passedProxies.get(key) : undefined;
-    if (!was || !sameContext(was, proxy)) {
-      kept.push(section);
-      continue;
-    }
+  for (const [i, section] of same.entries()) {
+    if (i % BACKENDS_PER_STEP === BACKENDS_PER_STEP - 1) yield;
     const text = section.text;
-    const whole =
-      searched &&
-      !ID.test(text) &&
-      !maps.some((map) => text.includes(map)) &&
-      ![...changed].some((name) => namesWord(text, name));
+    const whole = searched && !ID.test(text) && !maps.some((map) => text.includes(map)) && !names.some((name) => namesWord(text, name));
     if (!whole) kept.push(section);
     unchanged.push({ section, whole });
   }
