@@ -50,32 +50,14 @@ describe('unchangedCheckSteps: what a render is checked as, without what it did 
 
   it('keeps an unchanged backend that a kept section names, or that names a proxy or a map that changed, or sets its id', () => {
     const deny = (name: string) => `    http-request deny if { nbsrv(${name}) lt 1 }`;
-    const passed = render(
-      cfg(
-        HEAD,
-        FRONTEND,
-        backend('be_a', ['127.0.0.1:9001']),
-        backend('be_named', ['127.0.0.1:9002']),
-        backend('be_names_changed', ['127.0.0.1:9003'], [deny('be_changed')]),
-        backend('be_changed', ['127.0.0.1:9004']),
-        backend('be_names_same', ['127.0.0.1:9005'], [deny('be_same')]),
-        backend('be_same', ['127.0.0.1:9006']),
-        backend('be_map', ['127.0.0.1:9007'], ['    http-request set-var(txn.x) src,map_ip(maps/ips.map)']),
-        backend('be_other_map', ['127.0.0.1:9008'], ['    http-request set-var(txn.y) src,map_ip(maps/nets.map)']),
-        backend('be_id', ['127.0.0.1:9009'], ['    id 7']),
-        backend('be_prefix', ['127.0.0.1:9010']),
-        backend('be_changed2', ['127.0.0.1:9012']),
-        backend('be_names_longer', ['127.0.0.1:9013'], [deny('be_changed2')]),
-      ),
-      { maps: { 'hosts.map': 'a.example be_a\n', 'ips.map': '10.0.0.0/8 a\n', 'nets.map': '10.0.0.0/8 a\n' } },
-    );
-    const main = cfg(
+    // Both renders: be_changed's server moves; the next one adds be_new.
+    const sections = (changedAt: string) => [
       HEAD,
       FRONTEND,
       backend('be_a', ['127.0.0.1:9001']),
       backend('be_named', ['127.0.0.1:9002']),
       backend('be_names_changed', ['127.0.0.1:9003'], [deny('be_changed')]),
-      backend('be_changed', ['127.0.0.2:9004']),
+      backend('be_changed', [changedAt]),
       backend('be_names_same', ['127.0.0.1:9005'], [deny('be_same')]),
       backend('be_same', ['127.0.0.1:9006']),
       backend('be_map', ['127.0.0.1:9007'], ['    http-request set-var(txn.x) src,map_ip(maps/ips.map)']),
@@ -84,8 +66,9 @@ describe('unchangedCheckSteps: what a render is checked as, without what it did 
       backend('be_prefix', ['127.0.0.1:9010']),
       backend('be_changed2', ['127.0.0.1:9012']),
       backend('be_names_longer', ['127.0.0.1:9013'], [deny('be_changed2')]),
-      backend('be_new', ['127.0.0.1:9011'], [deny('be_named'), deny('be_prefixed')]),
-    );
+    ];
+    const passed = render(cfg(...sections('127.0.0.1:9004')), { maps: { 'hosts.map': 'a.example be_a\n', 'ips.map': '10.0.0.0/8 a\n', 'nets.map': '10.0.0.0/8 a\n' } });
+    const main = cfg(...sections('127.0.0.2:9004'), backend('be_new', ['127.0.0.1:9011'], [deny('be_named'), deny('be_prefixed')]));
     const next = render(main, { maps: { 'hosts.map': 'a.example be_a\n', 'ips.map': '10.0.0.0/8 b\n', 'nets.map': '10.0.0.0/8 a\n' } });
     const small = check(passed, next)!;
     const kept = (name: string) => new RegExp(`^backend ${name}$`, 'm');
