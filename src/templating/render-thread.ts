@@ -6,6 +6,7 @@
  * asked for or the running one is abandoned, and this render then stops at its next
  * lookup instead of running to its end.
  */
+import { platform, setPriority } from 'node:os';
 import { getHeapStatistics } from 'node:v8';
 import { parentPort, workerData } from 'node:worker_threads';
 import type { ThreadHeap, ValidationProblem } from '../events.ts';
@@ -37,7 +38,30 @@ export type FromThread =
 
 const SUPERSEDED = 'superseded by a newer render';
 
+/**
+ * The nice value the render thread runs at: a full render is hundreds of milliseconds
+ * of work that nothing waits on to the millisecond, while the event loop answers
+ * /healthz, takes watch events and applies fast-path changes. When the cores are busy
+ * (a render, `haproxy -c`, a reload at once), the kernel then gives the event loop the
+ * CPU first; an idle core still runs the render at full speed.
+ */
+export const RENDER_NICE = 5;
+
+/**
+ * Lowers this thread's priority. On Linux a nice value belongs to a thread, so this one
+ * moves alone; elsewhere it belongs to the process, whose other threads must keep theirs.
+ */
+function lowerPriority(): void {
+  if (platform() !== 'linux') return;
+  try {
+    setPriority(RENDER_NICE);
+  } catch {
+    // Refused (a sandbox without setpriority): the render runs at the event loop's priority.
+  }
+}
+
 function main(): void {
+  lowerPriority();
   const port = parentPort!;
   const data = workerData as RenderThreadData;
   const current = new Int32Array(data.current);

@@ -1,4 +1,5 @@
 import assert from 'node:assert/strict';
+import { readFileSync, readdirSync } from 'node:fs';
 import { describe, it } from 'node:test';
 import type { ResourceChange } from '../../src/k8s/resource.ts';
 import { Store } from '../../src/k8s/store.ts';
@@ -45,7 +46,37 @@ function ok(answer: WorkerRender) {
   return { config: answer.result.config, structure: answer.structure };
 }
 
+/** The nice value of each thread of this process, by thread id (Linux: /proc/self/task). */
+function threadNices(): Map<number, number> {
+  const nices = new Map<number, number>();
+  for (const tid of readdirSync('/proc/self/task')) {
+    try {
+      // After the command's closing parenthesis: state is field 3, nice field 19.
+      const stat = readFileSync(`/proc/self/task/${tid}/stat`, 'utf8');
+      nices.set(Number(tid), Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[16]));
+    } catch {
+      // A thread that ended meanwhile.
+    }
+  }
+  return nices;
+}
+
 describe('RenderWorker', () => {
+  it('renders at a lower priority than the event loop, which keeps its own', async () => {
+    const before = threadNices();
+    const h = harness(MAIN);
+    try {
+      ok(await h.worker.render(h.stores));
+      const after = threadNices();
+      const lowered = [...after].filter(([tid, nice]) => !before.has(tid) && nice > 0);
+      assert.deepEqual(lowered.map(([, nice]) => nice), [5], `one new thread at nice 5: ${JSON.stringify([...after])}`);
+      assert.equal(after.get(process.pid), 0, 'the main thread as it was');
+      assert.ok([...before].every(([tid, nice]) => after.get(tid) === undefined || after.get(tid) === nice), 'no other thread moved');
+    } finally {
+      await h.worker.close();
+    }
+  });
+
   it('renders what the main thread stores hold, as a render in this thread would, with the structure checked', async () => {
     const h = harness(MAIN);
     try {
