@@ -5,6 +5,7 @@ import { BehaviorSubject, type MonoTypeOperatorFunction, NEVER, Observable, Subj
 import type { CanaryProbeSettings, ControllerConfig } from '../config/controller-config.ts';
 import { DEFAULT_SETTINGS } from '../config/controller-config.ts';
 import type { RawConfig } from '../config/template-dir.ts';
+import { FLEET_PLANS } from '../dataplane/plan-cache.ts';
 import { DataplaneTarget, type DataplaneTargetOptions } from '../dataplane/target.ts';
 import { errorMessage } from '../errors.ts';
 import type { CanaryCheck, ControllerEvent, Deployment, Endpoint, InstanceOutcome } from '../events.ts';
@@ -207,7 +208,8 @@ export function startInCluster(options: InClusterOptions): RunningController {
     });
   };
 
-  // Canary rollout asks the targets what their instances run, and checks the canary through its target.
+  // Canary rollout asks the targets what their instances run, checks the canary through its target, and
+  // plans the rollout through the targets' plans.
   const canary: CanaryIO = {
     check: (endpoint, since, probe) =>
       fromAbortable(async (signal): Promise<CanaryCheck> => {
@@ -219,6 +221,7 @@ export function startInCluster(options: InClusterOptions): RunningController {
       const known = targets.get(endpoint.id);
       return known?.address === endpoint.address && known.incarnation === endpoint.incarnation ? known.target.running : undefined;
     },
+    plan: (from, to) => FLEET_PLANS.steps(from, to),
   };
 
   const config$ = controllerConfigSource(api, namespace, options.configMap, lw).pipe(

@@ -2,7 +2,8 @@ import { EMPTY, type Observable, asyncScheduler, defer, finalize, map, mergeMap,
 import type { CanaryProbeSettings, CanarySettings, WatchedResource } from '../config/controller-config.ts';
 import type { CanaryCheck, ControllerEvent, Deployment, Endpoint, InstanceOutcome } from '../events.ts';
 import { configDiff } from '../haproxy/config-diff.ts';
-import { planDeploymentSteps } from '../haproxy/plan.ts';
+import { type Plan, planDeploymentSteps } from '../haproxy/plan.ts';
+import type { Steps } from '../steps.ts';
 import { type Validator, couldNotRun } from '../haproxy/validate.ts';
 import type { ResourceChange } from '../k8s/resource.ts';
 import type { ResourceView } from '../k8s/store.ts';
@@ -50,6 +51,8 @@ export interface CanaryIO {
   check(endpoint: Endpoint, since: number, probe: CanaryProbeSettings | undefined): Observable<CanaryCheck>;
   /** What an instance runs, as its target knows it. */
   running(endpoint: Endpoint): RenderedConfig | undefined;
+  /** The plan of a pair, in steps, as the targets make and keep it; without it the verdict plans on its own. */
+  plan?(from: RenderedConfig, to: RenderedConfig): Steps<Plan>;
 }
 
 /** What a graph renders with; `resources` are its own stores, kept current by the graph. */
@@ -120,8 +123,9 @@ export function controllerGraph(loaded: LoadedConfig, io: ControllerIO): Observa
 function canaryDeps(io: CanaryIO, settings: CanarySettings): NonNullable<GraphDeps['canary']> {
   return {
     check: (endpoint, _config, since) => io.check(endpoint, since, settings.probe),
+    // The targets deploy the pair the verdict planned: from their cache, it is planned once.
     reloads: function* (from, to) {
-      return (yield* planDeploymentSteps(from, to)).kind === 'reload';
+      return (yield* (io.plan ? io.plan(from, to) : planDeploymentSteps(from, to))).kind === 'reload';
     },
     running: (endpoint) => io.running(endpoint),
   };

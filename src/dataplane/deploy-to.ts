@@ -8,6 +8,9 @@ import { Observable } from 'rxjs';
 import type { CanaryProbeSettings } from '../config/controller-config.ts';
 import type { CanaryCheck, Deployment, Endpoint, InstanceOutcome } from '../events.ts';
 import type { RenderedConfig } from '../templating/rendered.ts';
+import type { Plan } from '../haproxy/plan.ts';
+import type { Steps } from '../steps.ts';
+import { FLEET_PLANS } from './plan-cache.ts';
 import { DataplaneTarget, type DataplaneTargetOptions } from './target.ts';
 
 export type TargetLookup = (endpoint: Endpoint) => DataplaneTarget | undefined;
@@ -84,10 +87,11 @@ export class DataplaneTargets {
   }
 }
 
-/** Canary rollout's IO over these targets (src/cli/wiring.ts CanaryIO): checks through each instance's target. */
+/** Canary rollout's IO over these targets (src/cli/wiring.ts CanaryIO): checks through each instance's target, plans through theirs. */
 export function dataplaneCanary(targets: DataplaneTargets): {
   check(endpoint: Endpoint, since: number, probe: CanaryProbeSettings | undefined): Observable<CanaryCheck>;
   running(endpoint: Endpoint): RenderedConfig | undefined;
+  plan(from: RenderedConfig, to: RenderedConfig): Steps<Plan>;
 } {
   return {
     check: (endpoint, since, probe) =>
@@ -106,5 +110,6 @@ export function dataplaneCanary(targets: DataplaneTargets): {
         return () => controller.abort();
       }),
     running: (endpoint) => targets.running(endpoint),
+    plan: (from, to) => FLEET_PLANS.steps(from, to),
   };
 }

@@ -32,7 +32,7 @@ import { readdOps } from '../haproxy/server-readd.ts';
 import { type RenderedConfig, auxPath } from '../templating/rendered.ts';
 import { runInTurns } from '../turns.ts';
 import { CanaryChecker } from './canary-check.ts';
-import { PlanCache } from './plan-cache.ts';
+import { FLEET_PLANS } from './plan-cache.ts';
 import { DataplaneClient, type DataplaneClientOptions, DataplaneError, type ApiInfo, atLeast } from './client.ts';
 import { type ApiCall, translateOps } from './runtime-ops.ts';
 import { type Placement, SAFE_DIR, STORAGE_KINDS, type StorageKind, joinPath, placeFiles, placementKey } from './storage.ts';
@@ -103,8 +103,6 @@ interface Listing {
 
 class Aborted extends Error {}
 
-// Every instance of a fleet usually goes from the same render to the same render: plan once, in turns.
-const PLANS = new PlanCache();
 
 function dirOf(path: string): string {
   return path.slice(0, path.lastIndexOf('/')) || '/';
@@ -231,7 +229,7 @@ export class DataplaneTarget {
         this.state = previous;
       }
       // The fast path planned from what this instance runs: apply as planned.
-      let plan: Plan = fast && previous?.config.hash === fast.from ? { kind: 'runtime', ops: [...fast.ops] } : await PLANS.plan(previous?.config, config);
+      let plan: Plan = fast && previous?.config.hash === fast.from ? { kind: 'runtime', ops: [...fast.ops] } : await FLEET_PLANS.plan(previous?.config, config);
       // Another text that runs the same (a map in another order: what a full render does after the
       // fast path appended an entry) is stored as a runtime change of nothing: the next fast path
       // plans from this render, and from anything else the plan is done again in full.

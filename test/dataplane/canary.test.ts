@@ -13,6 +13,7 @@ import { after, before, describe, it } from 'node:test';
 import { BehaviorSubject, type Subscription } from 'rxjs';
 import { controllerGraph } from '../../src/cli/wiring.ts';
 import { DataplaneTargets, dataplaneCanary, dataplaneDeployTo } from '../../src/dataplane/deploy-to.ts';
+import { FLEET_PLANS } from '../../src/dataplane/plan-cache.ts';
 import type { ControllerEvent, Endpoint } from '../../src/events.ts';
 import { Validator } from '../../src/haproxy/validate.ts';
 import { clusterEventFor } from '../../src/k8s/cluster-events.ts';
@@ -31,7 +32,8 @@ describe('canary rollout across Data Plane API doubles', () => {
   const doubles: DataplaneDouble[] = [];
   const httpPorts: number[] = [];
   const echoes: Awaited<ReturnType<typeof startEcho>>[] = [];
-  const events: { at: number; event: ControllerEvent }[] = [];
+  // With each event, how many plans the fleet's cache had made by then.
+  const events: { at: number; event: ControllerEvent; planned: number }[] = [];
   const services = new ServicesWatch();
   let targets: DataplaneTargets;
   let subscription: Subscription;
@@ -77,7 +79,7 @@ describe('canary rollout across Data Plane API doubles', () => {
           deployTo: dataplaneDeployTo(targets.lookup),
           canary: dataplaneCanary(targets),
         }),
-    }).subscribe((event) => events.push({ at: Date.now(), event }));
+    }).subscribe((event) => events.push({ at: Date.now(), event, planned: FLEET_PLANS.planned }));
   });
 
   after(async () => {
@@ -136,8 +138,9 @@ describe('canary rollout across Data Plane API doubles', () => {
     assert.deepEqual([writes(doubles[1]!), writes(doubles[2]!)], restWrites);
   });
 
-  it('deploys the next configuration through a canary that passes to every instance', async () => {
+  it('deploys the next configuration through a canary that passes to every instance, planning the rollout once', async () => {
     const from = events.length;
+    const planned = FLEET_PLANS.planned;
     setService('three', echoes[0]!.port, 'app.test');
     const passed = await waitFor('CanaryPassed', from);
     assert.equal(passed.endpoint.id, 'haproxy-a');
@@ -147,5 +150,10 @@ describe('canary rollout across Data Plane API doubles', () => {
     // The rest took it after the canary had passed, not before.
     const order = events.slice(from).map((e) => e.event.type === 'DeploymentStarted' ? `${e.event.deployment.reason}:${e.event.deployment.endpoints.map((x) => x.id).join(',')}` : e.event.type).filter((t) => t.includes(':') || t.startsWith('Canary'));
     assert.deepEqual(order, ['CanaryStarted', 'canary:haproxy-a', 'CanaryPassed', 'change:haproxy-b,haproxy-c']);
+    // The verdict (does it reload?) planned the pair before the canary deployed, and the three
+    // instances' deployments took that plan: one plan in all.
+    const canaryStarted = events.slice(from).find((e) => e.event.type === 'DeploymentStarted' && e.event.deployment.reason === 'canary')!;
+    assert.equal(canaryStarted.planned - planned, 1, 'planned by the verdict');
+    assert.equal(FLEET_PLANS.planned - planned, 1, timeline());
   });
 });

@@ -7,6 +7,7 @@ import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { PlanCache } from '../../src/dataplane/plan-cache.ts';
 import { planDeployment } from '../../src/haproxy/plan.ts';
+import { runSteps } from '../../src/steps.ts';
 import { sealRendered } from '../../src/templating/rendered.ts';
 import { turnCounter } from '../support/turn-counter.ts';
 
@@ -75,5 +76,39 @@ describe('the plans a fleet shares', () => {
     const plan = await cache.plan(before, after);
     assert.equal(plan.kind, 'runtime');
     assert.equal(cache.planned, 2);
+  });
+
+  it("gives the canary's steps a plan the targets made, without a step, and the targets one the steps made", async () => {
+    const cache = new PlanCache({ budgetMs: 0 });
+    const before = config(hosts(5_000));
+    const after = config(hosts(5_000, ['new.example be_web']));
+    // The canary's verdict first, in its own slices: planned once, then kept for the targets.
+    const steps = cache.steps(before, after);
+    let yields = 0;
+    let step = steps.next();
+    for (; !step.done; step = steps.next()) yields++;
+    assert.ok(yields > 0, 'planned in steps');
+    assert.deepEqual(step.value, planDeployment(before, after));
+    assert.equal(await cache.plan(before, after), step.value, 'the targets take the same plan');
+    assert.equal(cache.planned, 1);
+    // The targets first: the steps end at once with their plan.
+    const back = await cache.plan(after, before);
+    const again = cache.steps(after, before).next();
+    assert.deepEqual({ done: again.done, same: again.value === back }, { done: true, same: true });
+    assert.equal(cache.planned, 2);
+    // A first deployment is planned each time, as plan() does.
+    runSteps(cache.steps(undefined, after));
+    runSteps(cache.steps(undefined, after));
+    assert.equal(cache.planned, 4);
+  });
+
+  it('keeps what the steps planned within the bound', () => {
+    const cache = new PlanCache({ budgetMs: 10, keep: 2 });
+    const configs = ['10.0.0.1', '10.0.0.2', '10.0.0.3', '10.0.0.4'].map((s) => config(hosts(3), s));
+    for (let i = 1; i < configs.length; i++) runSteps(cache.steps(configs[i - 1]!, configs[i]!));
+    runSteps(cache.steps(configs[2]!, configs[3]!));
+    assert.equal(cache.planned, 3, 'the newest pair is kept');
+    runSteps(cache.steps(configs[0]!, configs[1]!));
+    assert.equal(cache.planned, 4, 'the oldest pair was let go');
   });
 });
