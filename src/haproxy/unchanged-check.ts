@@ -70,25 +70,25 @@ function* proxiesOf(config: HaproxyConfig): Steps<Map<string, Proxy> | undefined
  * order of the text; the other proxies of `now`; and the names of the proxies added,
  * removed or changed.
  */
-function* compared(before: ReadonlyMap<string, Proxy>, now: ReadonlyMap<string, Proxy>): Steps<{ same: Section[]; others: Section[]; changed: Set<string> }> {
+function* compared(before: ReadonlyMap<string, Proxy>, now: ReadonlyMap<string, Proxy>): Steps<{ same: Section[]; rest: Section[]; changed: Set<string> }> {
   const same: Section[] = [];
-  const others: Section[] = [];
+  const rest: Section[] = [];
   const changed = new Set<string>();
   let read = 0;
   for (const [key, proxy] of now) {
     if (++read % BACKENDS_PER_STEP === 0) yield;
     const was = before.get(key);
-    if (was && sameContext(was, proxy)) (proxy.section.type === 'backend' ? same : others).push(proxy.section);
+    if (was && sameContext(was, proxy)) (proxy.section.type === 'backend' ? same : rest).push(proxy.section);
     else {
       changed.add(proxy.section.name);
-      others.push(proxy.section);
+      rest.push(proxy.section);
     }
   }
   for (const [key, proxy] of before) {
     if (++read % BACKENDS_PER_STEP === 0) yield;
     if (!now.has(key)) changed.add(proxy.section.name);
   }
-  return { same, others, changed };
+  return { same, rest, changed };
 }
 
 /** The maps whose text differs from one render to the other, or that only one has. */
@@ -140,7 +140,7 @@ const ID = /^[ \t]*id[ \t]/m;
 const BACKENDS_PER_STEP = 1_000;
 
 /** Past this many proxies changed, each of which every unchanged backend is searched for, only server lines are left out. */
-export const MAX_CHANGED = 32;
+const MAX_CHANGED = 32;
 
 /** What a render is checked as in place of itself, and what was left out of it. */
 export interface UnchangedCheck {
@@ -168,7 +168,7 @@ export function* unchangedCheckSteps(passed: RenderedConfig, next: RenderedConfi
   const passedProxies = yield* proxiesOf(before);
   const nowProxies = yield* proxiesOf(now);
   if (!passedProxies || !nowProxies) return undefined;
-  const { same, others: kept, changed } = yield* compared(passedProxies, nowProxies);
+  const { same, rest: kept, changed } = yield* compared(passedProxies, nowProxies);
   const maps = changedMaps(passed, next);
   const searched = changed.size <= MAX_CHANGED;
   const names = [...changed];

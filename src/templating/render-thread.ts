@@ -45,7 +45,7 @@ const SUPERSEDED = 'superseded by a newer render';
  * (a render, `haproxy -c`, a reload at once), the kernel then gives the event loop the
  * CPU first; an idle core still runs the render at full speed.
  */
-export const RENDER_NICE = 5;
+const RENDER_NICE = 5;
 
 /**
  * Lowers this thread's priority. On Linux a nice value belongs to a thread, so this one
