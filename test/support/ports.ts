@@ -27,12 +27,22 @@ function bindable(port: number): Promise<boolean> {
   });
 }
 
+/**
+ * Ports this process has handed out. A test often takes two before anything binds the
+ * first (haproxy's port and haprx's health port), so "free a moment ago" alone could give
+ * the same port twice; a port handed out is also not handed out again once its listener
+ * has gone, since a haproxy that lets go of it may still be finishing.
+ */
+const handedOut = new Set<number>();
+
 /** A TCP port on 127.0.0.1 that was free a moment ago (haproxy configs cannot bind port 0). */
 export async function freePort(): Promise<number> {
   // Random, so that test files running at once rarely try the same one; each is checked.
   for (let attempt = 0; attempt < 100; attempt++) {
     const port = LOW + Math.floor(Math.random() * (HIGH - LOW + 1));
-    if (await bindable(port)) return port;
+    if (handedOut.has(port) || !(await bindable(port))) continue;
+    handedOut.add(port);
+    return port;
   }
   throw new Error(`no free port between ${LOW} and ${HIGH} after 100 tries`);
 }
