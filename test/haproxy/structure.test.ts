@@ -5,6 +5,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { promisify } from 'node:util';
+import { heapAfterGc } from '../support/heap.ts';
 import { MAX_LINE_WORDS, StructureMemo, checkStructure, fileNameProblem } from '../../src/haproxy/structure.ts';
 import { runHaproxyCheck } from '../../src/haproxy/validate.ts';
 import type { RenderedFiles } from '../../src/templating/rendered.ts';
@@ -352,6 +353,22 @@ describe('phase one with a memo of the last configuration it checked', () => {
     checkStructure(render([...FRONTEND, ...backends(10)]), memo);
     assert.equal(memo.read, 1, 'be7 as it was two checks ago was not kept');
     assert.equal(memo.size, 13);
+  });
+
+  test('keeps little more than the text of a section with nothing to report (10k backends: under 2 MiB beside the configuration)', () => {
+    // The render thread holds the memo between renders, under its heap cap: every MiB it keeps
+    // is a MiB less for the next render's garbage. Here the configuration (3 MiB) stays referenced,
+    // so what is measured is the memo alone.
+    const lines = [...FRONTEND, ...Array.from({ length: 10_000 }, (_, b) => [`backend be${b}`, '  balance roundrobin', '  option httpchk', ...Array.from({ length: 5 }, (_, s) => `  server s${s} 10.${b >> 8}.${b & 255}.${s}:8080 check weight 1`)]).flat()];
+    const files = render(lines);
+    const bare = checkStructure(files);
+    const memo = new StructureMemo();
+    const before = heapAfterGc();
+    assert.deepEqual(checkStructure(files, memo), bare);
+    const kept = heapAfterGc() - before;
+    assert.equal(memo.size, 10_003);
+    assert.ok(kept < 2 * 1048576, `the memo keeps ${(kept / 1048576).toFixed(1)} MiB`);
+    assert.deepEqual(checkStructure(files, memo), bare, 'and gives the same verdict from what it kept');
   });
 
   test('reports a known section\'s problems where it stands now', () => {
