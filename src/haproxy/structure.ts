@@ -6,6 +6,7 @@
  * blocks, environment variables, log-format names, base directories) the rule
  * stays silent and leaves the verdict to haproxy.
  */
+import { flatText } from '../flat-text.ts';
 import type { ValidationProblem } from '../events.ts';
 import { AUX_KINDS, auxPath } from '../templating/rendered.ts';
 import type { RenderedFiles } from '../templating/rendered.ts';
@@ -87,13 +88,14 @@ function sectionFactsOf(section: Section, depth: number): Facts {
 }
 
 function factsOf(lines: readonly ConfigLine[], errors: readonly ParseError[], firstLine: number, depth: number, keepLines = true): Facts {
-  const facts: Facts = { errors: errors.map((e) => ({ at: e.line - firstLine, message: e.message })), words: [], lines: [], backendRefs: [], fileRefs: [], defaultPathElsewhere: false, crtBase: false, caBase: false, depthAfter: depth };
+  // What facts keep is copied flat: a memo keeps them past the configuration whose text they were cut from.
+  const facts: Facts = { errors: errors.map((e) => ({ at: e.line - firstLine, message: flatText(e.message) })), words: [], lines: [], backendRefs: [], fileRefs: [], defaultPathElsewhere: false, crtBase: false, caBase: false, depthAfter: depth };
   // The header stands at the depth the body starts at: a section opened inside a .if block is uncertain throughout.
   const headerCertain = depth === 0;
   for (const line of lines) {
     const at = line.line - firstLine;
     const words = tooManyWords(line);
-    if (words) facts.words.push({ at, message: words });
+    if (words) facts.words.push({ at, message: flatText(words) });
     if (line.keyword === '.if') {
       depth++;
       continue;
@@ -106,9 +108,12 @@ function factsOf(lines: readonly ConfigLine[], errors: readonly ParseError[], fi
     if (line.keyword === 'crt-base') facts.crtBase = true;
     if (line.keyword === 'ca-base') facts.caBase = true;
     if (depth !== 0 || !headerCertain) continue;
-    if (keepLines) facts.lines.push({ at, keyword: line.keyword });
-    if (line.keyword === 'default_backend' || line.keyword === 'use_backend') facts.backendRefs.push({ at, keyword: line.keyword, name: line.args[0] });
-    for (const ref of fileRefs(line)) facts.fileRefs.push({ at, ref });
+    if (keepLines) facts.lines.push({ at, keyword: flatText(line.keyword) });
+    if (line.keyword === 'default_backend' || line.keyword === 'use_backend') {
+      const name = line.args[0];
+      facts.backendRefs.push({ at, keyword: line.keyword === 'use_backend' ? 'use_backend' : 'default_backend', name: name === undefined ? undefined : flatText(name) });
+    }
+    for (const { path, base, bundle } of fileRefs(line)) facts.fileRefs.push({ at, ref: { path: flatText(path), base, bundle } });
   }
   facts.depthAfter = depth;
   return facts;

@@ -371,6 +371,26 @@ describe('phase one with a memo of the last configuration it checked', () => {
     assert.deepEqual(checkStructure(files, memo), bare, 'and gives the same verdict from what it kept');
   });
 
+  test('keeps the text of the last configuration it checked alone, not of one before it', () => {
+    // Names the facts of a section keep (a use_backend's) were cut from the configuration's text,
+    // and a cut keeps the whole text it came from alive: a frontend that stands unchanged kept the
+    // first configuration's text through every later check.
+    const config = (moved: number) =>
+      render([
+        'frontend fe', '  bind :8080', '  use_backend be_with_a_long_name_0 if { path /zero }', '  default_backend be_with_a_long_name_1',
+        ...Array.from({ length: 5_000 }, (_, b) => [`backend be_with_a_long_name_${b}`, ...[1, 2].map((n) => `  server s${n} 10.${n}.${b >> 8}.${b & 255}:${b === moved ? 81 : 80} check inter 2s fall 3 rise 2 weight 100 maxconn 1000`)]).flat(),
+      ]);
+    // Held in a list, so that letting go of it is a statement the heap can be measured after.
+    const held = [new StructureMemo()];
+    const size = config(-1).main.length;
+    checkStructure(config(-1), held[0]);
+    checkStructure(config(7), held[0]);
+    const withMemo = heapAfterGc();
+    assert.equal(held.pop()?.size, 5_003);
+    const kept = withMemo - heapAfterGc();
+    assert.ok(kept < 1.6 * size, `the memo keeps ${(kept / size).toFixed(2)} times one configuration's text`);
+  });
+
   test('reports a known section\'s problems where it stands now', () => {
     const broken = ['backend bad', '  errorfile 503 general/nope.http', `${words(MAX_LINE_WORDS + 1)}`];
     const memo = new StructureMemo();
