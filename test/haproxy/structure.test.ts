@@ -378,7 +378,7 @@ describe('phase one with a memo of the last configuration it checked', () => {
     const config = (moved: number) =>
       render([
         'frontend fe', '  bind :8080', '  use_backend be_with_a_long_name_0 if { path /zero }', '  default_backend be_with_a_long_name_1',
-        ...Array.from({ length: 5_000 }, (_, b) => [`backend be_with_a_long_name_${b}`, ...[1, 2].map((n) => `  server s${n} 10.${n}.${b >> 8}.${b & 255}:${b === moved ? 81 : 80} check inter 2s fall 3 rise 2 weight 100 maxconn 1000`)]).flat(),
+        ...Array.from({ length: 5_000 }, (_, b) => [`backend be_with_a_long_name_${b}`, ...[1, 2, 3, 4].map((n) => `  server s${n} 10.${n}.${b >> 8}.${b & 255}:${b === moved ? 81 : 80} check inter 2s fall 3 rise 2 weight 100 maxconn 1000`)]).flat(),
       ]);
     // Held in a list, so that letting go of it is a statement the heap can be measured after.
     const held = [new StructureMemo()];
