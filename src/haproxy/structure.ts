@@ -75,7 +75,7 @@ function tooManyWords(line: ConfigLine): string | undefined {
  * body has these, and a memo of an object each held 9 MiB in the render thread between
  * renders (under its heap cap, where every MiB kept is a MiB less for the next render).
  */
-const NOTHING: Facts = Object.freeze({ errors: [], words: [], lines: [], backendRefs: [], fileRefs: [], defaultPathElsewhere: false, crtBase: false, caBase: false, depthAfter: 0 }) as Facts;
+const NOTHING = Object.freeze({ errors: Object.freeze([]), words: Object.freeze([]), lines: Object.freeze([]), backendRefs: Object.freeze([]), fileRefs: Object.freeze([]), defaultPathElsewhere: false, crtBase: false, caBase: false, depthAfter: 0 }) as unknown as Facts;
 
 function isNothing(facts: Facts): boolean {
   return facts.errors.length === 0 && facts.words.length === 0 && facts.lines.length === 0 && facts.backendRefs.length === 0 && facts.fileRefs.length === 0 && !facts.defaultPathElsewhere && !facts.crtBase && !facts.caBase && facts.depthAfter === 0;
@@ -108,7 +108,8 @@ function factsOf(lines: readonly ConfigLine[], errors: readonly ParseError[], fi
     if (line.keyword === 'crt-base') facts.crtBase = true;
     if (line.keyword === 'ca-base') facts.caBase = true;
     if (depth !== 0 || !headerCertain) continue;
-    if (keepLines) facts.lines.push({ at, keyword: flatText(line.keyword) });
+    // Only the lines before the first section are listed, and those facts are never memoized.
+    if (keepLines) facts.lines.push({ at, keyword: line.keyword });
     if (line.keyword === 'default_backend' || line.keyword === 'use_backend') {
       const name = line.args[0];
       facts.backendRefs.push({ at, keyword: line.keyword === 'use_backend' ? 'use_backend' : 'default_backend', name: name === undefined ? undefined : flatText(name) });
